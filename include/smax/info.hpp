@@ -1,0 +1,49 @@
+// What the library knows about the machine, and which plan it would run.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "smax/dtype.hpp"
+#include "smax/options.hpp"
+
+namespace smax {
+
+std::string_view version() noexcept;  // "MAJOR.MINOR.PATCH"
+
+// Read once at run time (never hard-coded). A cache size the OS does not report is
+// replaced by a conservative default and listed in `assumed`.
+struct MachineInfo {
+  std::string cpu_model;
+  std::string architecture;           // "x86_64", "aarch64", ...
+  std::vector<std::string> features;  // e.g. "avx2", "avx512f"; empty where not detected
+  std::int64_t l1d_bytes = 0;         // per core
+  std::int64_t l2_bytes = 0;          // per core
+  std::int64_t l3_bytes = 0;          // last level, shared
+  int threads = 1;                    // what threads = 0 means
+  std::vector<std::string> assumed;   // names of the fields that are defaults
+};
+
+const MachineInfo& machine();
+
+enum class Op : std::uint8_t { softmax, log_softmax, logsumexp };
+std::string_view to_string(Op op) noexcept;  // "softmax", "log_softmax", "logsumexp"
+
+// The plan for a C-contiguous tensor of this shape, and why.
+struct PlanInfo {
+  Algorithm algorithm = Algorithm::safe;  // never `automatic`
+  PassOrder pass_order = PassOrder::reverse;
+  std::int64_t rows = 0;          // independent rows
+  std::int64_t length = 0;        // elements per row
+  std::int64_t block_length = 0;  // tiled: elements per block; 0 otherwise
+  int threads = 1;                // threads the call will use
+  std::string reason;             // one line: why this variant and this thread count
+};
+
+// Validates the request like the operation would (throws smax::Error).
+PlanInfo plan(Op op, std::span<const std::int64_t> shape, DType dtype, const Options& options = {});
+
+}  // namespace smax

@@ -1,0 +1,32 @@
+#include "smax/info.hpp"
+
+#include <vector>
+
+#include "core/problem.hpp"
+#include "plan/planner.hpp"
+#include "smax/error.hpp"
+#include "smax/tensor.hpp"
+#include "smax/version.hpp"
+
+namespace smax {
+
+std::string_view version() noexcept { return SMAX_VERSION_STRING; }
+
+PlanInfo plan(Op op, std::span<const std::int64_t> shape, DType dtype, const Options& options) {
+  const TensorView x(nullptr, dtype, shape);  // checks rank and extents
+  if (size_of(dtype) == 0) {
+    throw Error(Errc::dtype, std::string(to_string(op)) + ": unsupported dtype (value " +
+                                 std::to_string(static_cast<int>(dtype)) + "); use f32, f64, f16 or bf16");
+  }
+  const int axis = detail::normalize_axis(op, options.axis, x.rank());
+  const std::int64_t length = x.rank() == 0 ? 1 : shape[static_cast<std::size_t>(axis)];
+  detail::validate_options(op, options, length);
+  std::int64_t outer_rows = 1;
+  for (int i = 0; i < x.rank(); ++i) {
+    if (i != axis) outer_rows *= shape[static_cast<std::size_t>(i)];
+  }
+  const detail::Plan p = detail::make_plan(op, dtype, outer_rows, length, options, machine());
+  return PlanInfo{p.algorithm, p.order, outer_rows, length, p.block, p.threads, p.reason};
+}
+
+}  // namespace smax

@@ -1,0 +1,44 @@
+// A validated request, reduced to rows: any axis of any strided tensor becomes
+// `rows` independent rows of `length` elements (the non-axis dimensions, collapsed
+// where their strides allow, index the rows).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "smax/info.hpp"
+#include "smax/options.hpp"
+#include "smax/tensor.hpp"
+
+namespace smax::detail {
+
+struct Problem {
+  Op op = Op::softmax;
+  DType dtype = DType::f32;
+  const std::byte* x = nullptr;
+  std::byte* y = nullptr;
+  std::int64_t length = 1;          // elements along the axis
+  std::int64_t x_axis_stride = 0;   // elements
+  std::int64_t y_axis_stride = 0;   // elements; unused by logsumexp
+  std::int64_t rows = 1;            // product of batch_shape
+  int batch_rank = 0;
+  std::array<std::int64_t, kMaxRank> batch_shape{};
+  std::array<std::int64_t, kMaxRank> x_batch_strides{};  // elements
+  std::array<std::int64_t, kMaxRank> y_batch_strides{};  // elements
+  int axis = 0;                     // normalised; for messages and plans
+  double inv_temperature = 1.0;
+  AllMasked all_masked = AllMasked::nan;
+};
+
+// Checks every argument (throws smax::Error naming the first bad one) and builds the
+// Problem. Writes nothing.
+Problem make_problem(Op op, const TensorView& x, const MutableTensorView& y, const Options& options);
+
+// The checks that depend on options alone, shared with plan().
+void validate_options(Op op, const Options& options, std::int64_t length);
+
+// Normalises `axis` for a tensor of `rank` (rank 0 behaves as rank 1).
+int normalize_axis(Op op, int axis, int rank);
+
+}  // namespace smax::detail

@@ -1,0 +1,100 @@
+// The passes the variants are made of. Each runs over elements [begin, end) of a
+// strided row, forward or backward, and computes in the type C.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "core/stats.hpp"
+#include "cpu/element.hpp"
+#include "cpu/row.hpp"
+
+namespace smax::cpu {
+
+using detail::ExactSum;
+using detail::nan_max;
+using detail::Stats;
+
+// m = max(m, x[begin..end)), NaN-propagating.
+template <class C, class T>
+C max_pass(const T* x, std::ptrdiff_t stride, std::int64_t begin, std::int64_t end, C m) {
+  for (std::int64_t i = begin; i < end; ++i) m = nan_max(m, Element<T>::template load<C>(x[i * stride]));
+  return m;
+}
+
+// d += sum(exp((x - m) * inv_t)) over [begin, end), walking backward if asked.
+// Needs a finite m.
+template <class C, class T>
+void sum_exp_pass(const T* x, std::ptrdiff_t stride, std::int64_t begin, std::int64_t end, C m,
+                  C inv_t, PassOrder order, ExactSum& d) {
+  auto term = [&](std::int64_t i) {
+    return static_cast<double>(std::exp((Element<T>::template load<C>(x[i * stride]) - m) * inv_t));
+  };
+  if (order == PassOrder::forward) {
+    for (std::int64_t i = begin; i < end; ++i) d.add(term(i));
+  } else {
+    for (std::int64_t i = end; i-- > begin;) d.add(term(i));
+  }
+}
+
+// Turns an element into its output once the row's statistics are known.
+template <class C>
+struct Normalizer {
+  Op op;
+  C m;
+  C inv_t;
+  C scale;  // 1 / d
+  C log_d;  // log(d)
+
+  C operator()(C x) const {
+    const C z = (x - m) * inv_t;
+    return op == Op::log_softmax ? z - log_d : std::exp(z) * scale;
+  }
+};
+
+// y = normalize(x) over [begin, end), forward or backward.
+template <class C, class T>
+void write_pass(const Row<T>& row, std::int64_t begin, std::int64_t end, const Normalizer<C>& f,
+                PassOrder order) {
+  auto write = [&](std::int64_t i) {
+    row.y[i * row.y_stride] = Element<T>::template store<C>(f(Element<T>::template load<C>(row.x[i * row.x_stride])));
+  };
+  if (order == PassOrder::forward) {
+    for (std::int64_t i = begin; i < end; ++i) write(i);
+  } else {
+    for (std::int64_t i = end; i-- > begin;) write(i);
+  }
+}
+
+template <class T>
+void fill_row(const Row<T>& row, T value) {
+  for (std::int64_t i = 0; i < row.n; ++i) row.y[i * row.y_stride] = value;
+}
+
+// Everything after the statistics, in one place for every variant but naive:
+// logsumexp writes m/T + log(d); a non-finite max decides the whole row (NaN for a
+// NaN or +inf in the row; the all-masked policy for an all -inf row); otherwise
+// `write(normalizer)` runs the variant's own output pass.
+template <class C, class T, class WritePass>
+void finish_row(const Row<T>& row, const RowParams& p, const Stats<C>& s, WritePass&& write) {
+  constexpr C kInf = std::numeric_limits<C>::infinity();
+  constexpr C kNaN = std::numeric_limits<C>::quiet_NaN();
+  const C inv_t = static_cast<C>(p.inv_t);
+  if (p.op == Op::logsumexp) {
+    // NaN stays NaN, +inf gives +inf, all -inf (or an empty row) gives -inf.
+    const C lse = std::isfinite(s.m) ? s.m * inv_t + static_cast<C>(std::log(s.d.value())) : s.m;
+    row.y[0] = Element<T>::template store<C>(lse);
+    return;
+  }
+  if (!std::isfinite(s.m)) {
+    C value = kNaN;
+    if (s.m == -kInf && p.all_masked == AllMasked::zero) value = p.op == Op::softmax ? C(0) : -kInf;
+    fill_row(row, Element<T>::template store<C>(value));
+    return;
+  }
+  const double d = s.d.value();
+  write(Normalizer<C>{p.op, s.m, inv_t, static_cast<C>(1.0 / d), static_cast<C>(std::log(d))});
+}
+
+}  // namespace smax::cpu
