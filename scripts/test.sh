@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The whole test suite from a fresh machine: dependencies, the release build and its
+# tests, then the ASan + UBSan build and its tests (without the slow "long" tests).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install-deps.sh
+
+jobs=$(nproc)
+for preset in release sanitize; do
+  echo "== $preset: build"
+  cmake --preset "$preset" >/dev/null
+  cmake --build --preset "$preset" -j "$jobs"
+  echo "== $preset: test"
+  ctest --preset "$preset" -j "$jobs"
+done
