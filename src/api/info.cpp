@@ -25,7 +25,8 @@ PlanInfo plan(Op op, std::span<const std::int64_t> shape, DType dtype, const Opt
   for (int i = 0; i < x.rank(); ++i) {
     if (i != axis) outer_rows *= shape[static_cast<std::size_t>(i)];
   }
-  const detail::Plan p = detail::make_plan(op, dtype, outer_rows, length, options, machine());
+  const std::int64_t axis_stride = x.rank() == 0 ? 1 : x.strides()[static_cast<std::size_t>(axis)];
+  const detail::Plan p = detail::make_plan(op, dtype, outer_rows, length, axis_stride, options, machine());
   return PlanInfo{p.algorithm, p.order, outer_rows, length, p.block, p.threads, p.reason};
 }
 

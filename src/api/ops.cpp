@@ -12,7 +12,7 @@ namespace {
 
 void run(Op op, const TensorView& x, const MutableTensorView& y, const Options& options) {
   const detail::Problem problem = detail::make_problem(op, x, y, options);
-  const detail::Plan plan = detail::make_plan(op, problem.dtype, problem.rows, problem.length, options, machine());
+  const detail::Plan plan = detail::make_plan(op, problem.dtype, problem.rows, problem.length, problem.x_axis_stride, options, machine());
   cpu::execute(problem, plan);
 }
 

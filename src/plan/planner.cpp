@@ -13,10 +13,23 @@ std::string kib(std::int64_t bytes) { return std::to_string(bytes >> 10) + " KiB
 // - Larger: online, which reads memory twice where the three-pass variants read it
 //   three times, with its output pass reversed to start on the cached tail.
 // logsumexp writes no row, so only the read counts.
-void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, const MachineInfo& m) {
+// A strided row (a non-last axis) puts each element on its own cache line, so every
+// pass costs a line per element: fused, which reads it once, wins whenever it fits.
+void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, std::int64_t axis_stride,
+                    const MachineInfo& m) {
   const std::int64_t row_bytes = length * static_cast<std::int64_t>(size_of(dtype)) * (op == Op::logsumexp ? 1 : 2);
   const std::string row = "row of " + std::to_string(length) + " elements (" + kib(row_bytes) + " in and out)";
-  if (length <= kFusedMaxLength && row_bytes <= m.l2_bytes / 2) {
+  const bool strided = axis_stride != 1 && axis_stride != -1 && length > 1;
+  if (strided && length <= kFusedMaxLength) {
+    plan.algorithm = Algorithm::fused;
+    plan.reason = "strided " + row + " (stride " + std::to_string(axis_stride) +
+                  "): fused gathers it once into its buffer";
+  } else if (strided) {
+    plan.algorithm = Algorithm::online;
+    plan.order = PassOrder::reverse;
+    plan.reason = "strided " + row + " (stride " + std::to_string(axis_stride) +
+                  ") too long for fused: online reads it twice, not three times";
+  } else if (length <= kFusedMaxLength && row_bytes <= m.l2_bytes / 2) {
     plan.algorithm = Algorithm::fused;
     plan.reason = row + " fits in half of L2 (" + kib(m.l2_bytes) + "): fused reads it once and writes it once";
   } else if (row_bytes <= m.l2_bytes) {
@@ -31,12 +44,12 @@ void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, const M
 
 }  // namespace
 
-Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, const Options& options,
-               const MachineInfo& machine) {
+Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, std::int64_t axis_stride,
+               const Options& options, const MachineInfo& machine) {
   Plan plan;
   plan.order = options.pass_order;
   if (options.algorithm == Algorithm::automatic) {
-    choose_variant(plan, op, dtype, length, machine);
+    choose_variant(plan, op, dtype, length, axis_stride, machine);
   } else {
     plan.algorithm = options.algorithm;
     plan.reason = std::string(to_string(options.algorithm)) + " was asked for";

@@ -21,7 +21,9 @@ struct Plan {
 // Below this many elements in a call, starting threads costs more than it saves.
 inline constexpr std::int64_t kMinElementsPerThread = 32768;
 
-Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, const Options& options,
-               const MachineInfo& machine);
+// axis_stride: elements between neighbours of a row (1 for the last axis of a
+// C-contiguous tensor).
+Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, std::int64_t axis_stride,
+               const Options& options, const MachineInfo& machine);
 
 }  // namespace smax::detail
