@@ -10,6 +10,7 @@ packages=(
   g++
   libgomp1       # OpenMP runtime (g++ brings the headers)
   libgtest-dev   # GoogleTest, for the test suite
+  libbenchmark-dev  # Google Benchmark, for bench/
 )
 
 missing=()
