@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <type_traits>
 
@@ -12,7 +13,8 @@ namespace smax {
 
 enum class DType : std::uint8_t { f32, f64, f16, bf16 };
 
-std::string_view to_string(DType dtype) noexcept;
+std::string_view to_string(DType dtype) noexcept;          // "f32", "f64", "f16", "bf16"
+std::optional<DType> parse_dtype(std::string_view name) noexcept;
 std::size_t size_of(DType dtype) noexcept;  // bytes per element; 0 for an invalid value
 
 // IEEE 754 binary16, stored as its bits. Arithmetic happens after widening to float.

@@ -44,6 +44,7 @@ std::string_view to_string(Algorithm algorithm) noexcept;   // "auto", "naive", 
 std::string_view to_string(PassOrder order) noexcept;       // "reverse", "forward"
 std::string_view to_string(AllMasked policy) noexcept;      // "nan", "zero"
 std::optional<Algorithm> parse_algorithm(std::string_view name) noexcept;
+std::optional<PassOrder> parse_pass_order(std::string_view name) noexcept;
 std::optional<AllMasked> parse_all_masked(std::string_view name) noexcept;
 
 }  // namespace smax

@@ -14,6 +14,12 @@ inline std::string format_list(std::span<const std::int64_t> values) {
   return s + "]";
 }
 
+inline std::string format_pointer(const void* p) {
+  std::ostringstream out;
+  out << p;
+  return out.str();
+}
+
 inline std::string format_double(double v) {
   std::ostringstream out;
   out << v;

@@ -16,6 +16,13 @@ std::string_view to_string(DType dtype) noexcept {
   return "invalid";
 }
 
+std::optional<DType> parse_dtype(std::string_view name) noexcept {
+  for (DType d : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
+    if (name == to_string(d)) return d;
+  }
+  return std::nullopt;
+}
+
 std::size_t size_of(DType dtype) noexcept {
   switch (dtype) {
     case DType::f32: return 4;
@@ -81,6 +88,13 @@ std::optional<Algorithm> parse_algorithm(std::string_view name) noexcept {
   for (Algorithm a : {Algorithm::automatic, Algorithm::naive, Algorithm::safe, Algorithm::fused,
                       Algorithm::tiled, Algorithm::online}) {
     if (name == to_string(a)) return a;
+  }
+  return std::nullopt;
+}
+
+std::optional<PassOrder> parse_pass_order(std::string_view name) noexcept {
+  for (PassOrder o : {PassOrder::reverse, PassOrder::forward}) {
+    if (name == to_string(o)) return o;
   }
   return std::nullopt;
 }

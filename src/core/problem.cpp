@@ -152,10 +152,13 @@ Problem make_problem(Op op, const TensorView& x, const MutableTensorView& y, con
     const ByteRange yr = byte_range(op, "output", y);
     const bool intersect = x_count > 0 && xr.lo < yr.hi && yr.lo < xr.hi;
     if (intersect && (op == Op::logsumexp || !same_layout(x, y))) {
-      fail(op, Errc::overlap, op == Op::logsumexp
-                                  ? "output overlaps the input"
-                                  : "output overlaps the input without being the same view (in place needs the "
-                                    "same data pointer, shape and strides)");
+      // Conservative: byte ranges that intersect count, even if the elements interleave.
+      fail(op, Errc::overlap,
+           "output (data " + format_pointer(y.data()) + ", strides " + format_list(y.strides()) +
+               ") overlaps the input (data " + format_pointer(x.data()) + ", strides " + format_list(x.strides()) +
+               ", " + std::to_string(xr.hi - xr.lo) + " bytes)" +
+               (op == Op::logsumexp ? std::string("; logsumexp needs a separate output")
+                                    : std::string("; in place needs the same data pointer, shape and strides")));
     }
   }
 

@@ -33,6 +33,10 @@ class ExactSum {
     correction_ *= factor;
   }
   double value() const { return sum_ + correction_; }
+  // value() - 1 without the rounding of value(): when the row's max contributes
+  // exactly 1 and the rest is tiny, log1p of this keeps log(d) exact (sum_ - 1 is
+  // exact for sum_ in [0.5, 2]).
+  double minus_one() const { return (sum_ - 1.0) + correction_; }
 
  private:
   double sum_ = 0;

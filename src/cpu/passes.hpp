@@ -80,11 +80,14 @@ template <class C, class T, class WritePass>
 void finish_row(const Row<T>& row, const RowParams& p, const Stats<C>& s, WritePass&& write) {
   constexpr C kInf = std::numeric_limits<C>::infinity();
   constexpr C kNaN = std::numeric_limits<C>::quiet_NaN();
-  const C inv_t = static_cast<C>(p.inv_t);
+  // log(d) = log1p(d - 1): for a row whose other elements are all far below the max,
+  // d - 1 is tiny and log(d) would lose it to rounding. In double for every dtype, so
+  // that m/T + log(d) does not cancel in float when the two nearly cancel.
+  const double log_d = std::log1p(s.d.minus_one());
   if (p.op == Op::logsumexp) {
     // NaN stays NaN, +inf gives +inf, all -inf (or an empty row) gives -inf.
-    const C lse = std::isfinite(s.m) ? s.m * inv_t + static_cast<C>(std::log(s.d.value())) : s.m;
-    row.y[0] = Element<T>::template store<C>(lse);
+    const double lse = std::isfinite(s.m) ? static_cast<double>(s.m) * p.inv_t + log_d : static_cast<double>(s.m);
+    row.y[0] = Element<T>::template store<double>(lse);
     return;
   }
   if (!std::isfinite(s.m)) {
@@ -93,8 +96,7 @@ void finish_row(const Row<T>& row, const RowParams& p, const Stats<C>& s, WriteP
     fill_row(row, Element<T>::template store<C>(value));
     return;
   }
-  const double d = s.d.value();
-  write(Normalizer<C>{p.op, s.m, inv_t, static_cast<C>(1.0 / d), static_cast<C>(std::log(d))});
+  write(Normalizer<C>{p.op, s.m, static_cast<C>(p.inv_t), static_cast<C>(1.0 / s.d.value()), static_cast<C>(log_d)});
 }
 
 }  // namespace smax::cpu

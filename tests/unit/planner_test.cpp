@@ -1,0 +1,117 @@
+// smax::machine() and smax::plan(): what the planner sees and what it picks.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <vector>
+
+#include "op_runner.hpp"
+#include "seed.hpp"
+
+namespace smax::test {
+namespace {
+
+class Planner : public SeededTest {};
+
+TEST_F(Planner, MachineReportsCachesAndThreads) {
+  const MachineInfo& m = machine();
+  EXPECT_GT(m.l1d_bytes, 0);
+  EXPECT_GT(m.l2_bytes, 0);
+  EXPECT_GT(m.l3_bytes, 0);
+  EXPECT_GE(m.threads, 1);
+  EXPECT_FALSE(m.architecture.empty());
+  EXPECT_FALSE(m.cpu_model.empty());
+  EXPECT_EQ(&machine(), &m) << "machine() is read once";
+}
+
+TEST_F(Planner, VersionHasThreeParts) {
+  const std::string v(version());
+  EXPECT_EQ(std::count(v.begin(), v.end(), '.'), 2) << v;
+}
+
+TEST_F(Planner, SmallRowsAreFused) {
+  const std::array<std::int64_t, 2> shape{64, 1000};
+  const PlanInfo p = plan(Op::softmax, shape, DType::f32);
+  EXPECT_EQ(p.algorithm, Algorithm::fused) << p.reason;
+  EXPECT_EQ(p.rows, 64);
+  EXPECT_EQ(p.length, 1000);
+  EXPECT_FALSE(p.reason.empty());
+}
+
+TEST_F(Planner, RowsMuchLargerThanL2AreOnline) {
+  // Four times L2 in f32 input alone.
+  const std::array<std::int64_t, 1> shape{machine().l2_bytes};
+  for (Op op : kAllOps) {
+    const PlanInfo p = plan(op, shape, DType::f32);
+    EXPECT_EQ(p.algorithm, Algorithm::online) << to_string(op) << ": " << p.reason;
+  }
+}
+
+TEST_F(Planner, NeverReturnsAutomatic) {
+  const std::vector<std::vector<std::int64_t>> shapes{
+      {}, {1}, {7, 3}, {64, 1000}, {2, 20000}, {3, machine().l2_bytes / 4}, {0, 5}, {5, 0}};
+  for (const auto& shape : shapes) {
+    for (DType dtype : kAllDTypes) {
+      for (Op op : kAllOps) {
+        const PlanInfo p = plan(op, shape, dtype);
+        EXPECT_NE(p.algorithm, Algorithm::automatic) << to_string(op) << " " << testing::PrintToString(shape);
+        EXPECT_GE(p.threads, 1);
+      }
+    }
+  }
+}
+
+TEST_F(Planner, TinyProblemsUseOneThread) {
+  const std::array<std::int64_t, 2> shape{4, 8};
+  Options many;
+  many.threads = 64;
+  EXPECT_EQ(plan(Op::softmax, shape, DType::f32).threads, 1);
+  EXPECT_EQ(plan(Op::softmax, shape, DType::f32, many).threads, 1);
+}
+
+TEST_F(Planner, ThreadsNeverExceedTheRowsOrTheRequest) {
+  const std::array<std::int64_t, 2> two_rows{2, 1 << 18};
+  Options many;
+  many.threads = 16;
+  EXPECT_LE(plan(Op::softmax, two_rows, DType::f32, many).threads, 2);
+  Options one;
+  one.threads = 1;
+  const std::array<std::int64_t, 2> big{256, 4096};
+  EXPECT_EQ(plan(Op::softmax, big, DType::f32, one).threads, 1);
+}
+
+TEST_F(Planner, HonoursAnExplicitAlgorithm) {
+  const std::array<std::int64_t, 3> shape{6, 7, 8};
+  for (Algorithm algorithm :
+       {Algorithm::naive, Algorithm::safe, Algorithm::fused, Algorithm::tiled, Algorithm::online}) {
+    for (PassOrder order : {PassOrder::reverse, PassOrder::forward}) {
+      Options options;
+      options.algorithm = algorithm;
+      options.pass_order = order;
+      options.axis = 1;
+      const PlanInfo p = plan(Op::log_softmax, shape, DType::f64, options);
+      EXPECT_EQ(p.algorithm, algorithm) << p.reason;
+      EXPECT_EQ(p.pass_order, order);
+      EXPECT_EQ(p.rows, 48);
+      EXPECT_EQ(p.length, 7);
+      if (algorithm == Algorithm::tiled) EXPECT_GT(p.block_length, 0);
+      else EXPECT_EQ(p.block_length, 0);
+    }
+  }
+}
+
+TEST_F(Planner, EnumNamesRoundTrip) {
+  for (Algorithm a : {Algorithm::automatic, Algorithm::naive, Algorithm::safe, Algorithm::fused, Algorithm::tiled,
+                      Algorithm::online}) {
+    EXPECT_EQ(parse_algorithm(to_string(a)), a);
+  }
+  EXPECT_EQ(to_string(Algorithm::automatic), "auto");
+  EXPECT_FALSE(parse_algorithm("fast").has_value());
+  for (AllMasked m : {AllMasked::nan, AllMasked::zero}) EXPECT_EQ(parse_all_masked(to_string(m)), m);
+  EXPECT_FALSE(parse_all_masked("ignore").has_value());
+  EXPECT_EQ(size_of(DType::f16), 2u);
+  EXPECT_EQ(size_of(static_cast<DType>(9)), 0u);
+  EXPECT_EQ(to_string(static_cast<DType>(9)), "invalid");
+}
+
+}  // namespace
+}  // namespace smax::test
