@@ -2,9 +2,12 @@
 // anything, and throws smax::Error naming the bad argument.
 #pragma once
 
+#include <cstdint>
 #include <span>
+#include <vector>
 
 #include "smax/dtype.hpp"
+#include "smax/info.hpp"
 #include "smax/options.hpp"
 #include "smax/tensor.hpp"
 
@@ -20,6 +23,10 @@ void log_softmax(const TensorView& x, const MutableTensorView& y, const Options&
 // y = log(sum(exp(x / T))) over options.axis, which is removed from the shape
 // (kept as 1 with options.keepdims). An empty axis gives -inf. y must not overlap x.
 void logsumexp(const TensorView& x, const MutableTensorView& y, const Options& options = {});
+
+// The shape `op` writes for an input of `shape`: the same, or for logsumexp without
+// the axis (or with it as 1 under keepdims). Throws smax::Error for a bad axis.
+std::vector<std::int64_t> output_shape(Op op, std::span<const std::int64_t> shape, const Options& options = {});
 
 // One contiguous row (options.axis must be 0 or -1).
 void softmax(std::span<const float> x, std::span<float> y, const Options& options = {});

@@ -33,6 +33,11 @@ T logsumexp_row(std::span<const T> x, const Options& options) {
 
 }  // namespace
 
+std::vector<std::int64_t> output_shape(Op op, std::span<const std::int64_t> shape, const Options& options) {
+  const int axis = detail::normalize_axis(op, options.axis, static_cast<int>(shape.size()));
+  return detail::output_shape(op, shape, axis, options.keepdims);
+}
+
 void softmax(const TensorView& x, const MutableTensorView& y, const Options& options) { run(Op::softmax, x, y, options); }
 void log_softmax(const TensorView& x, const MutableTensorView& y, const Options& options) {
   run(Op::log_softmax, x, y, options);

@@ -69,6 +69,15 @@ bool same_layout(const TensorView& a, const TensorView& b) {
 
 }  // namespace
 
+std::vector<std::int64_t> output_shape(Op op, std::span<const std::int64_t> shape, int axis, bool keepdims) {
+  std::vector<std::int64_t> result(shape.begin(), shape.end());
+  if (op == Op::logsumexp && !result.empty()) {
+    if (keepdims) result[static_cast<std::size_t>(axis)] = 1;
+    else result.erase(result.begin() + axis);
+  }
+  return result;
+}
+
 int normalize_axis(Op op, int axis, int rank) {
   const int r = std::max(rank, 1);  // a scalar softmax behaves as a row of one
   if (axis < -r || axis >= r) {
@@ -121,12 +130,7 @@ Problem make_problem(Op op, const TensorView& x, const MutableTensorView& y, con
   const std::int64_t length = x.rank() == 0 ? 1 : x.shape()[static_cast<std::size_t>(axis)];
   validate_options(op, options, length);
 
-  // Output shape: the input's, or for logsumexp the input's without the axis.
-  std::vector<std::int64_t> expected(x.shape().begin(), x.shape().end());
-  if (op == Op::logsumexp && x.rank() > 0) {
-    if (options.keepdims) expected[static_cast<std::size_t>(axis)] = 1;
-    else expected.erase(expected.begin() + axis);
-  }
+  const std::vector<std::int64_t> expected = output_shape(op, x.shape(), axis, options.keepdims);
   if (!std::equal(expected.begin(), expected.end(), y.shape().begin(), y.shape().end())) {
     fail(op, Errc::shape, "output shape " + format_list(y.shape()) + " does not match the expected " +
                               format_list(expected) + " for input shape " + format_list(x.shape()) +

@@ -6,6 +6,8 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <vector>
 
 #include "smax/info.hpp"
 #include "smax/options.hpp"
@@ -37,6 +39,9 @@ Problem make_problem(Op op, const TensorView& x, const MutableTensorView& y, con
 
 // The checks that depend on options alone, shared with plan().
 void validate_options(Op op, const Options& options, std::int64_t length);
+
+// The shape `op` writes for an input of `shape` reduced along the normalised `axis`.
+std::vector<std::int64_t> output_shape(Op op, std::span<const std::int64_t> shape, int axis, bool keepdims);
 
 // Normalises `axis` for a tensor of `rank` (rank 0 behaves as rank 1).
 int normalize_axis(Op op, int axis, int rank);

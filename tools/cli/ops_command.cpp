@@ -47,17 +47,6 @@ DType float_dtype(const std::string& file, const npy::Array& array) {
                                "') is not supported; use float32, float64 or float16");
 }
 
-// The output's shape: the input's, or for logsumexp without the axis (or with it as
-// 1). `axis` has been validated by the library.
-std::vector<std::int64_t> output_shape(Op op, std::vector<std::int64_t> shape, const Options& options) {
-  if (op != Op::logsumexp || shape.empty()) return shape;
-  const int rank = static_cast<int>(shape.size());
-  const auto axis = static_cast<std::size_t>(options.axis < 0 ? options.axis + rank : options.axis);
-  if (options.keepdims) shape[axis] = 1;
-  else shape.erase(shape.begin() + static_cast<std::ptrdiff_t>(axis));
-  return shape;
-}
-
 }  // namespace
 
 int run_operation(const std::string& command, std::span<const std::string> args) {
