@@ -10,7 +10,15 @@ packages=(
   g++
   libgomp1       # OpenMP runtime (g++ brings the headers)
   libgtest-dev   # GoogleTest, for the test suite
+  python3-venv   # the Python package's tests run in a venv
+  python3-dev
   libbenchmark-dev  # Google Benchmark, for bench/
+  # smax bench compares against these when they are installed (each is optional)
+  libdnnl-dev        # oneDNN 2.6
+  libxnnpack-dev     # XNNPACK (2022 snapshot), which links with the next two
+  libpthreadpool-dev
+  libcpuinfo-dev
+  python3-matplotlib # scripts/plot_bench.py: smax bench --plot
 )
 
 missing=()

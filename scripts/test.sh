@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite from a fresh machine: dependencies, the release build and its
-# tests, then the ASan + UBSan build and its tests (without the slow "long" tests).
+# tests, the ASan + UBSan build and its tests (without the slow "long" tests), then
+# the Python package, installed with pip into a venv, and its pytest suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,3 +15,6 @@ for preset in release sanitize; do
   echo "== $preset: test"
   ctest --preset "$preset" -j "$jobs"
 done
+
+echo "== python: pip install . and pytest"
+python/run_tests.sh

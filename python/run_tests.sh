@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The Python package's tests: a venv at build/python-venv (kept between runs), the
+# package built and installed into it with `pip install .`, then pytest.
+# torch, scipy and onnxruntime are not installed here: their tests skip.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+venv=build/python-venv
+if [[ ! -x $venv/bin/python ]]; then
+  python3 -m venv "$venv"
+fi
+pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
+# The test dependencies, and the build backend so that pip need not download it into
+# an isolated build environment on every run.
+"${pip[@]}" install numpy pytest ml_dtypes "scikit-build-core>=0.10" "nanobind>=2.0"
+"${pip[@]}" install --no-build-isolation .
+"$venv/bin/python" -m pytest python/tests -q "$@"

@@ -1,0 +1,33 @@
+# Types of the compiled core (python/src/smax_ext.cpp). Use the smax package's
+# functions instead: they allocate outputs, pick defaults and check dtypes.
+from typing import Any, Sequence
+
+def run(
+    op: str,
+    x: Any,
+    out: Any,
+    axis: int,
+    temperature: float,
+    algorithm: str,
+    pass_order: str,
+    all_masked: str,
+    threads: int,
+    keepdims: bool,
+    x_bf16_bits: bool,
+    out_bf16_bits: bool,
+) -> None: ...
+def describe(x: Any) -> tuple[tuple[int, ...], str]: ...
+def output_shape(op: str, shape: Sequence[int], axis: int, keepdims: bool) -> list[int]: ...
+def plan(
+    op: str,
+    shape: Sequence[int],
+    dtype: str,
+    axis: int,
+    temperature: float,
+    algorithm: str,
+    pass_order: str,
+    all_masked: str,
+    threads: int,
+) -> dict[str, Any]: ...
+def machine() -> dict[str, Any]: ...
+def version() -> str: ...

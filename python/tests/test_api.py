@@ -1,0 +1,62 @@
+"""The package's surface: version, info, plan, docstrings (their examples run), stubs."""
+
+import doctest
+import re
+from pathlib import Path
+
+import numpy as np
+
+import smax
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_version_is_the_cmake_project_version():
+    cmake = (ROOT / "CMakeLists.txt").read_text()
+    assert smax.__version__ == re.search(r"project\(\s*smax\s+VERSION\s+([0-9.]+)", cmake).group(1)
+    assert smax.info()["version"] == smax.__version__
+
+
+def test_info():
+    info = smax.info()
+    assert set(info) == {"version", "cpu_model", "architecture", "features", "l1d_bytes", "l2_bytes",
+                         "l3_bytes", "threads", "assumed"}
+    assert isinstance(info["features"], list) and isinstance(info["assumed"], list)
+    assert all(info[k] > 0 for k in ("l1d_bytes", "l2_bytes", "l3_bytes", "threads"))
+    assert isinstance(info["cpu_model"], str) and info["architecture"]
+
+
+def test_plan():
+    p = smax.plan((64, 128256), axis=-1, dtype="float32", op="softmax")
+    assert p["rows"] == 64 and p["length"] == 128256 and p["dtype"] == "f32"
+    assert p["algorithm"] in {"naive", "safe", "fused", "tiled", "online"} and p["reason"]
+    assert smax.plan([10, 5], axis=0, dtype=np.float16, op="logsumexp")["length"] == 10
+    assert smax.plan((4, 100), dtype="bf16", algorithm="online", threads=1)["algorithm"] == "online"
+    assert smax.plan((4, 100), threads=1)["threads"] == 1
+
+
+def test_plan_errors():
+    import pytest
+
+    with pytest.raises(TypeError, match="unsupported dtype int8"):
+        smax.plan((4,), dtype="int8")
+    with pytest.raises(np.exceptions.AxisError):
+        smax.plan((4,), axis=1)
+    with pytest.raises(ValueError, match="unknown op"):
+        smax.plan((4,), op="softplus")
+
+
+def test_docstring_examples_run():
+    failures, tried = doctest.testmod(smax, extraglobs={"np": np, "smax": smax}, verbose=False)
+    assert tried > 10 and failures == 0
+
+
+def test_every_public_function_is_documented():
+    for name in smax.__all__:
+        if name != "__version__":
+            assert getattr(smax, name).__doc__, name
+
+
+def test_type_information_ships_with_the_package():
+    package = Path(smax.__file__).parent
+    assert (package / "py.typed").exists() and (package / "_smax.pyi").exists()
