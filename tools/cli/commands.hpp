@@ -11,5 +11,6 @@ namespace smax::cli {
 int run_operation(const std::string& command, std::span<const std::string> args);
 int run_info(std::span<const std::string> args);
 int run_demo(std::span<const std::string> args);
+int run_bench(std::span<const std::string> args);
 
 }  // namespace smax::cli

@@ -11,6 +11,7 @@ Usage:
   smax logsumexp    IN.npy OUT.npy [options]   log(sum(exp(x))) over one axis
   smax info [options]                          the machine, and the plan for a shape
   smax demo                                    the variants side by side: accuracy and speed
+  smax bench [options]                         every variant, a copy and other libraries: GB/s
   smax help [COMMAND]                          this text, or a command's
   smax --version                               print the version
 
@@ -113,6 +114,71 @@ Options:
   -h, --help          show this text
 )";
 
+constexpr std::string_view kBench = R"(Usage: smax bench [options]
+
+Times every smax variant (auto, online, online-forward, tiled, tiled-forward,
+safe, fused, naive) side by side with a plain copy of the same bytes (the
+physical limit, on as many threads) and the other libraries this build found
+(oneDNN, XNNPACK), on the same data, and prints one table per workload:
+GB/s = (input + output bytes) / median time, auto's fraction of copy and its
+ratio to the best other library, and the largest relative error of each
+implementation against a long double reference. smax's kernels are portable
+scalar C++ for now (one or two double-precision exp per element), so expect
+them at about 1 GB/s per core, far below copy; the SIMD kernels come later.
+
+Workloads (--workload, comma-separated; 'all' for every one):
+  sweep       f32 rows x columns, columns 128 to 2^20 doubling, and 1000, 3000,
+              50257, 300000; rows chosen so each point moves --bytes
+  vocab       1, 8 and 64 rows of 32000, 128256, 151936 and 262144 (LLM
+              vocabularies)
+  attention   [batch, 16, queries, keys], keys 128 to 8192, sized by --bytes
+  classify    256 x 1000
+  axis        [32, 81, 8732] axis 1, 4096 x 4096 axis 0, [8, 256, 56, 56] axis 1
+              (not in the default set: oneDNN takes seconds per call there)
+  long-row    single rows of 2^22 to 2^26 elements (not in the default set)
+  half        bf16 and f16: 256 x 1000, 8 x 32000, 8 x 128256, three sweep
+              points and [8, 256, 56, 56] axis 1 (not in the default set)
+The default is sweep,vocab,attention,classify at 1 and all threads, with 16 MiB
+per sized point: about 2 minutes on 2 cores. --bytes 256M gives the tutorial's
+sizes, at several times the time.
+
+Method: one warm-up run, then the median of --repeats runs (at least 3, and
+fewer than --repeats only for calls over 0.5 s / --repeats). Inputs are fresh
+normal(0, 3) values (never zero). Each point's input and output buffers are
+copied into as many sets as fit in --memory, up to twice the last-level cache,
+and runs take the sets in turn: where the sets exceed the cache, the point is
+measured from DRAM ('dram' in the table), else from cache ('cache'). Outputs are
+NaN-filled before every run and checked after it: every element finite and
+>= 0, and within the dtype's tolerance of the reference on sampled rows. A
+failure is marked '!' and makes the exit status 1.
+
+Options:
+  --workload LIST    workloads to run (default sweep,vocab,attention,classify)
+  --threads LIST     thread counts, e.g. 1,2 or 1,all (default 1,all)
+  --bytes SIZE       bytes (input + output) per point of sweep, attention and
+                     half's sweep points; K, M, G are binary units (default 16M)
+  --repeats N        timed runs per measurement, after one warm-up (default 5)
+  --memory SIZE      the most memory a point's rotated buffer copies may take
+                     (default 1G); 0 keeps one set, so that points smaller
+                     than the cache run from cache
+  --impl LIST        implementations to run: copy, smax (every variant),
+                     smax:auto, smax:online, ..., onednn, xnnpack (default all)
+  --seed N           seed of the random inputs (default 1)
+  --json FILE        write every measurement and the machine as JSON
+  --csv FILE         write every measurement as CSV
+  --plot FILE        draw the sweep, GB/s against columns, to FILE (.svg, .png
+                     or .pdf) with scripts/plot_bench.py (python3 and matplotlib;
+                     if they are missing the run says so and carries on)
+  --list             print the points and implementations, and run nothing
+  -h, --help         show this text
+
+The JSON holds {"machine": {...}, "settings": {...}, "results": [...],
+"skipped": [...]}; each result has workload, shape, axis, dtype, threads, impl,
+median_s, gbps and max_rel_err, among others. 'python -m smax.bench' writes the
+same format for PyTorch, ONNX Runtime and SciPy; scripts/plot_bench.py plots
+several such files together.
+)";
+
 constexpr std::string_view kHelp = R"(Usage: smax help [COMMAND]
 
 Prints the overview, or the help of COMMAND (same as 'smax COMMAND --help').
@@ -127,6 +193,7 @@ std::optional<std::string_view> command_help(std::string_view command) {
   if (command == "logsumexp") return kLogsumexp;
   if (command == "info") return kInfo;
   if (command == "demo") return kDemo;
+  if (command == "bench") return kBench;
   if (command == "help") return kHelp;
   return std::nullopt;
 }

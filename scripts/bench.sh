@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The main job: installs what is missing (oneDNN, XNNPACK, matplotlib included),
+# builds the release CLI and runs `smax bench`: every smax variant beside a copy
+# and the other libraries, a table per workload, the sweep plotted to
+# docs/bench-sweep.svg and every measurement in build/bench.json.
+# Extra arguments go to smax bench, e.g. scripts/bench.sh --workload all --bytes 256M
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install-deps.sh
+cmake --preset release >/dev/null
+cmake --build --preset release --target smax_cli -j "$(nproc)"
+build/release/smax bench --plot docs/bench-sweep.svg --json build/bench.json --csv build/bench.csv "$@"

@@ -1,0 +1,195 @@
+// smax bench on tiny workloads: the JSON and CSV it writes (fields, every
+// implementation, accuracy of the exact variants), --list, and the errors of a
+// malformed command line.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "json.hpp"
+#include "process.hpp"
+
+namespace smax::cli_test {
+namespace {
+
+constexpr int kUsage = 2;
+
+std::string slurp(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+const std::vector<std::string> kSmaxImpls{"smax:auto",  "smax:online",        "smax:online-forward",
+                                          "smax:tiled", "smax:tiled-forward", "smax:safe",
+                                          "smax:fused", "smax:naive"};
+
+// Runs the tool and returns its result; the command line is in the failure message.
+RunResult bench(const std::vector<std::string>& args) {
+  std::vector<std::string> full{"bench"};
+  full.insert(full.end(), args.begin(), args.end());
+  return run_cli(full);
+}
+
+class CliBench : public ::testing::Test {
+ protected:
+  TempDir dir;
+};
+
+TEST_F(CliBench, JsonAndCsvHoldEveryMeasurement) {
+  const std::string json_path = (dir / "out.json").string();
+  const std::string csv_path = (dir / "out.csv").string();
+  const RunResult result = bench({"--workload", "classify", "--repeats", "2", "--bytes", "1M", "--memory", "16M",
+                                  "--threads", "1", "--json", json_path, "--csv", csv_path});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("== classify"), std::string::npos) << result.out;
+
+  const Json json = Json::parse(slurp(json_path));
+  const Json& machine = json.at("machine");
+  EXPECT_FALSE(machine.at("cpu_model").as_string().empty());
+  EXPECT_GE(machine.at("threads").as_int(), 1);
+  EXPECT_GT(machine.at("l1d_bytes").as_int(), 0);
+  EXPECT_FALSE(machine.at("smax_version").as_string().empty());
+  const Json& libraries = machine.at("libraries");
+
+  std::set<std::string> impls;
+  const auto& results = json.at("results").as_array();
+  for (const Json& r : results) {
+    const std::string impl = r.at("impl").as_string();
+    SCOPED_TRACE(impl);
+    impls.insert(impl);
+    EXPECT_EQ(r.at("workload").as_string(), "classify");
+    ASSERT_EQ(r.at("shape").as_array().size(), 2u);
+    EXPECT_EQ(r.at("shape").as_array()[0].as_int(), 256);
+    EXPECT_EQ(r.at("shape").as_array()[1].as_int(), 1000);
+    EXPECT_EQ(r.at("axis").as_int(), 1);
+    EXPECT_EQ(r.at("dtype").as_string(), "f32");
+    EXPECT_EQ(r.at("threads").as_int(), 1);
+    EXPECT_EQ(r.at("repeats").as_int(), 2);
+    EXPECT_GT(r.at("median_s").as_number(), 0);
+    EXPECT_GT(r.at("gbps").as_number(), 0);
+    EXPECT_TRUE(r.at("ok").as_bool());
+    EXPECT_EQ(r.at("bytes").as_int(), 256 * 1000 * 4 * 2);
+    if (impl == "copy") {
+      EXPECT_EQ(r.at("max_rel_err").kind(), Json::Kind::null);
+    } else {
+      // Exact variants are within a few ulp of the long double reference; naive
+      // computes a float exp and is still close on these benign inputs.
+      const double bar = impl.starts_with("smax:") && impl != "smax:naive" ? 1e-6 : 1e-4;
+      EXPECT_LT(r.at("max_rel_err").as_number(), bar);
+    }
+  }
+  EXPECT_TRUE(impls.contains("copy"));
+  for (const std::string& impl : kSmaxImpls) EXPECT_TRUE(impls.contains(impl)) << impl;
+  // The libraries this build has are measured; the others are null in the machine.
+  for (const char* library : {"onednn", "xnnpack"}) {
+    EXPECT_EQ(libraries.at(library).kind() != Json::Kind::null, impls.contains(library)) << library;
+  }
+
+  const std::vector<std::string> csv = lines_of(slurp(csv_path));
+  ASSERT_EQ(csv.size(), results.size() + 1);
+  EXPECT_TRUE(csv[0].starts_with("workload,shape,axis,dtype,threads,impl,median_s,")) << csv[0];
+  EXPECT_NE(csv[0].find(",gbps,"), std::string::npos);
+  EXPECT_NE(csv[0].find(",max_rel_err,"), std::string::npos);
+  for (std::size_t i = 1; i < csv.size(); ++i) EXPECT_TRUE(csv[i].starts_with("classify,256x1000,1,f32,1,")) << csv[i];
+}
+
+TEST_F(CliBench, HalfPrecisionAndSkips) {
+  const std::string json_path = (dir / "half.json").string();
+  const RunResult result = bench({"--workload", "half", "--impl", "smax:auto,smax:fused,xnnpack", "--repeats", "1",
+                                  "--bytes", "64K", "--memory", "0", "--threads", "1", "--json", json_path});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const Json json = Json::parse(slurp(json_path));
+  const std::int64_t cache = json.at("settings").at("cache_bytes").as_int();
+  std::set<std::string> dtypes;
+  for (const Json& r : json.at("results").as_array()) {
+    dtypes.insert(r.at("dtype").as_string());
+    EXPECT_NE(r.at("impl").as_string(), "xnnpack") << "XNNPACK has no 16-bit softmax";
+    if (r.at("bytes").as_int() < cache) {
+      EXPECT_EQ(r.at("data").as_string(), "cache") << "--memory 0 keeps one set, which fits in the cache";
+    }
+    const double bar = r.at("dtype").as_string() == "f16" ? 1e-3 : 8e-3;  // about one ulp
+    EXPECT_LT(r.at("max_rel_err").as_number(), bar);
+  }
+  EXPECT_EQ(dtypes, (std::set<std::string>{"bf16", "f16"}));
+  // fused skips the 128256-long rows, with the reason.
+  bool fused_skipped = false;
+  for (const Json& s : json.at("skipped").as_array()) {
+    if (s.at("impl").as_string() == "smax:fused") {
+      fused_skipped = true;
+      EXPECT_NE(s.at("reason").as_string().find("16384"), std::string::npos);
+    }
+  }
+  EXPECT_TRUE(fused_skipped);
+}
+
+TEST_F(CliBench, ListShowsThePointsSizedByBytes) {
+  const RunResult result = bench({"--workload", "sweep,axis", "--bytes", "1M", "--list"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const std::string& out = result.out;
+  // 1 MiB moved at 128 f32 columns is 1024 rows; 2^20 columns is one row.
+  EXPECT_NE(out.find("1024x128 f32"), std::string::npos) << out;
+  EXPECT_NE(out.find("1x1048576 f32"), std::string::npos) << out;
+  EXPECT_NE(out.find("3x50257 f32"), std::string::npos) << out;  // 3.6 rows round to 3
+  EXPECT_NE(out.find("32x[81]x8732 f32"), std::string::npos) << out;
+  EXPECT_NE(out.find("[4096]x4096 f32"), std::string::npos) << out;
+  EXPECT_NE(out.find("smax:online-forward"), std::string::npos) << out;
+}
+
+TEST_F(CliBench, HelpNamesTheWorkloads) {
+  const RunResult result = run_cli({"bench", "--help"});
+  ASSERT_EQ(result.exit_code, 0);
+  for (const char* word : {"--workload", "sweep", "vocab", "attention", "classify", "long-row", "axis", "half",
+                           "--bytes", "--json", "--plot"}) {
+    EXPECT_NE(result.out.find(word), std::string::npos) << word;
+  }
+}
+
+TEST_F(CliBench, MalformedCommandLines) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases{
+      {{"--workload", "nope"}, "--workload nope: unknown workload (valid: sweep, vocab"},
+      {{"--workload", "classify,"}, "--workload : unknown workload"},
+      {{"--threads", "0"}, "--threads 0: a thread count must be >= 1"},
+      {{"--threads", "two"}, "--threads two: not an integer"},
+      {{"--bytes", "12Q"}, "--bytes 12Q: expected a size"},
+      {{"--bytes", "100"}, "--bytes must be at least 1K"},
+      {{"--repeats", "0"}, "--repeats must be at least 1"},
+      {{"--impl", "torch"}, "--impl torch: unknown implementation"},
+      {{"--frobnicate"}, "unknown option '--frobnicate'"},
+      {{"extra"}, "unexpected extra argument 'extra'"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.message);
+    const RunResult result = bench(c.args);
+    EXPECT_EQ(result.exit_code, kUsage) << result.err;
+    EXPECT_NE(result.err.find("smax: error: " + c.message), std::string::npos) << result.err;
+    EXPECT_NE(result.err.find("smax bench --help"), std::string::npos) << result.err;
+    EXPECT_EQ(result.out, "");
+  }
+}
+
+TEST_F(CliBench, UnwritableOutputFailsBeforeMeasuring) {
+  const RunResult result = bench({"--workload", "classify", "--json", (dir / "missing" / "out.json").string()});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("does not exist"), std::string::npos) << result.err;
+  EXPECT_EQ(result.out, "");
+}
+
+}  // namespace
+}  // namespace smax::cli_test

@@ -1,0 +1,276 @@
+// smax bench: every smax variant, a plain copy (the physical limit) and the other
+// libraries built in, side by side on the same data; tables, JSON, CSV and a plot.
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "args.hpp"
+#include "bench_impls.hpp"
+#include "bench_report.hpp"
+#include "bench_timing.hpp"
+#include "bench_workloads.hpp"
+#include "commands.hpp"
+#include "smax/error.hpp"
+#include "smax/info.hpp"
+
+namespace smax::cli {
+namespace {
+
+using namespace bench;
+
+constexpr std::array<OptionSpec, 11> kBenchOptions{{{"workload", true},
+                                                    {"threads", true},
+                                                    {"bytes", true},
+                                                    {"repeats", true},
+                                                    {"memory", true},
+                                                    {"impl", true},
+                                                    {"seed", true},
+                                                    {"json", true},
+                                                    {"csv", true},
+                                                    {"plot", true},
+                                                    {"list", false}}};
+
+constexpr std::string_view kDefaultBytes = "16M";
+constexpr std::string_view kDefaultMemory = "1G";
+constexpr int kDefaultRepeats = 5;
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> items;
+  std::size_t begin = 0;
+  while (true) {
+    const std::size_t end = std::min(text.find(',', begin), text.size());
+    items.push_back(text.substr(begin, end - begin));
+    if (end == text.size()) return items;
+    begin = end + 1;
+  }
+}
+
+// "16M", "1G", "512K" or a plain byte count; binary units.
+std::size_t parse_size(const std::string& option, const std::string& text) {
+  std::size_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  const std::string unit(end, text.data() + text.size());
+  int shift = -1;
+  if (unit.empty() || unit == "B") shift = 0;
+  else if (unit == "K" || unit == "KiB") shift = 10;
+  else if (unit == "M" || unit == "MiB") shift = 20;
+  else if (unit == "G" || unit == "GiB") shift = 30;
+  if (error != std::errc() || end == text.data() || shift < 0 || value > (std::size_t{1} << (62 - shift))) {
+    throw UsageError("bench", "--" + option + " " + text + ": expected a size such as 16M, 1G or 65536");
+  }
+  return value << shift;
+}
+
+std::vector<std::string> workload_choice(const std::string& text) {
+  std::vector<std::string> names;
+  for (const std::string& name : split(text)) {
+    if (name == "all") {
+      for (const WorkloadInfo& w : workloads()) names.emplace_back(w.name);
+      continue;
+    }
+    const auto known = std::find_if(workloads().begin(), workloads().end(),
+                                    [&](const WorkloadInfo& w) { return w.name == name; });
+    if (known == workloads().end()) {
+      std::string valid;
+      for (const WorkloadInfo& w : workloads()) valid += std::string(w.name) + ", ";
+      throw UsageError("bench", "--workload " + name + ": unknown workload (valid: " + valid + "all)");
+    }
+    names.push_back(name);
+  }
+  std::vector<std::string> unique;  // each once, in the order given
+  for (const std::string& name : names) {
+    if (std::find(unique.begin(), unique.end(), name) == unique.end()) unique.push_back(name);
+  }
+  return unique;
+}
+
+std::vector<int> threads_choice(const std::string& text) {
+  std::vector<int> threads;
+  for (const std::string& item : split(text)) {
+    const int t = item == "all" ? machine().threads : parse_int("bench", "threads", item);
+    if (t < 1) throw UsageError("bench", "--threads " + item + ": a thread count must be >= 1 (or 'all')");
+    if (std::find(threads.begin(), threads.end(), t) == threads.end()) threads.push_back(t);
+  }
+  return threads;
+}
+
+// --impl copy,smax:auto,onednn; "smax" stands for every smax variant. Libraries
+// missing from this build are reported and left out.
+std::vector<Implementation> impl_choice(const std::string& text, std::vector<Implementation> available) {
+  std::vector<std::string> known{"smax"};
+  for (const Implementation& impl : available) known.push_back(impl.name);
+  for (const LibraryStatus& library : library_statuses()) {
+    if (!library.available) known.push_back(library.name);
+  }
+  const std::vector<std::string> wanted = split(text);
+  for (const std::string& name : wanted) {
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      std::string valid;
+      for (std::size_t i = 0; i < known.size(); ++i) valid += (i ? ", " : "") + known[i];
+      throw UsageError("bench", "--impl " + name + ": unknown implementation (valid: " + valid + ")");
+    }
+  }
+  std::vector<Implementation> chosen;
+  for (Implementation& impl : available) {
+    const bool listed = std::find(wanted.begin(), wanted.end(), impl.name) != wanted.end();
+    const bool smax_family = impl.name.starts_with("smax:") &&
+                             std::find(wanted.begin(), wanted.end(), "smax") != wanted.end();
+    if (listed || smax_family) chosen.push_back(std::move(impl));
+  }
+  return chosen;
+}
+
+// Fails before the run, rather than after minutes of measuring.
+void check_writable(const std::string& option, const std::optional<std::string>& path) {
+  if (!path) return;
+  const std::filesystem::path file(*path);
+  const std::filesystem::path directory = file.has_parent_path() ? file.parent_path() : ".";
+  std::error_code error;
+  if (!std::filesystem::is_directory(directory, error)) {
+    throw Error(Errc::io, "--" + option + " " + *path + ": directory '" + directory.string() + "' does not exist");
+  }
+}
+
+void list_points(const std::vector<Point>& points, const std::vector<Implementation>& impls) {
+  std::string current;
+  for (const Point& p : points) {
+    if (p.workload != current) {
+      current = p.workload;
+      const auto w = std::find_if(workloads().begin(), workloads().end(),
+                                  [&](const WorkloadInfo& info) { return info.name == current; });
+      std::cout << current << ": " << w->summary << '\n';
+    }
+    std::cout << "  " << p.label() << ' ' << to_string(p.dtype) << "  (" << p.moved_bytes() / 1024 << " KiB moved)\n";
+  }
+  std::cout << "implementations:";
+  for (const Implementation& impl : impls) std::cout << ' ' << impl.name;
+  std::cout << '\n';
+}
+
+}  // namespace
+
+int run_bench(std::span<const std::string> args) {
+  const Arguments arguments = parse_arguments("bench", args, kBenchOptions);
+  constexpr std::array<std::string_view, 0> kNone{};
+  expect_positional("bench", arguments, kNone);
+
+  RunInfo info;
+  std::string default_workloads;
+  for (const WorkloadInfo& w : workloads()) {
+    if (w.in_default) default_workloads += (default_workloads.empty() ? "" : ",") + std::string(w.name);
+  }
+  info.workloads = workload_choice(arguments.value("workload").value_or(default_workloads));
+  info.threads = threads_choice(arguments.value("threads").value_or("1,all"));
+  info.bytes_per_point = parse_size("bytes", arguments.value("bytes").value_or(std::string(kDefaultBytes)));
+  if (info.bytes_per_point < 1024) throw UsageError("bench", "--bytes must be at least 1K");
+  info.memory_budget = parse_size("memory", arguments.value("memory").value_or(std::string(kDefaultMemory)));
+  info.repeats = kDefaultRepeats;
+  if (auto text = arguments.value("repeats")) info.repeats = parse_int("bench", "repeats", *text);
+  if (info.repeats < 1) throw UsageError("bench", "--repeats must be at least 1");
+  info.seed = 1;
+  if (auto text = arguments.value("seed")) {
+    const int seed = parse_int("bench", "seed", *text);
+    if (seed < 0) throw UsageError("bench", "--seed must be >= 0");
+    info.seed = static_cast<std::uint64_t>(seed);
+  }
+  std::vector<Implementation> impls = implementations();
+  if (auto text = arguments.value("impl")) impls = impl_choice(*text, std::move(impls));
+  for (const Implementation& impl : impls) info.impls.push_back(impl.name);
+  info.libraries = library_statuses();
+  const MachineInfo& m = machine();
+  info.cache_bytes = static_cast<std::size_t>(std::max(m.l3_bytes, m.l2_bytes));
+
+  const auto json_path = arguments.value("json");
+  const auto csv_path = arguments.value("csv");
+  const auto plot_path = arguments.value("plot");
+  check_writable("json", json_path);
+  check_writable("csv", csv_path);
+  check_writable("plot", plot_path);
+
+  const std::vector<Point> points = make_points(info.workloads, info.bytes_per_point);
+  if (arguments.has("list")) {
+    list_points(points, impls);
+    return 0;
+  }
+
+  print_header(std::cout, info);
+  std::cout.flush();
+  for (const std::string& name : arguments.value("impl") ? split(*arguments.value("impl")) : std::vector<std::string>{}) {
+    for (const LibraryStatus& library : info.libraries) {
+      if (library.name == name && !library.available) std::cerr << "smax: warning: " << name << " " << library.reason << '\n';
+    }
+  }
+
+  Progress progress(points.size() * info.threads.size() * impls.size());
+  Workspace workspace(info.memory_budget, info.cache_bytes);
+  std::vector<Result> results;
+  for (std::size_t index = 0; index < points.size(); ++index) {
+    const Point& point = points[index];
+    workspace.load(point, info.seed * 1000003 + index);
+    const Checker checker(point, workspace.input());
+    for (const int threads : info.threads) {
+      for (const Implementation& impl : impls) {
+        progress.step(point.workload + " " + point.label() + " " + std::string(to_string(point.dtype)) + ", " +
+                      std::to_string(threads) + " thread(s), " + impl.name);
+        Result r;
+        r.point_index = index;
+        r.point = point;
+        r.threads = threads;
+        r.impl = impl.name;
+        r.is_library = impl.is_library;
+        r.from_dram = workspace.from_dram();
+        try {
+          Prepared prepared = impl.prepare(point, threads);
+          r.note = prepared.note;
+          r.skipped = !prepared.kernel;
+          if (prepared.kernel) r.measurement = measure(prepared.kernel, impl.is_copy, info.repeats, workspace, checker);
+        } catch (const std::exception& e) {  // a library that rejects the point while setting up
+          r.measurement.problem = e.what();
+        }
+        results.push_back(std::move(r));
+      }
+    }
+    // A workload's table comes as soon as its last point is done.
+    if (index + 1 == points.size() || points[index + 1].workload != point.workload) {
+      derive(results);
+      progress.clear();
+      print_workload(std::cout, point.workload, info, results);
+      std::cout.flush();
+    }
+  }
+  progress.clear();
+
+  if (json_path) write_json(*json_path, info, results);
+  if (csv_path) write_csv(*csv_path, results);
+  if (plot_path) {
+    // The plot script reads the JSON: the one asked for, or a temporary one.
+    std::filesystem::path json = json_path ? std::filesystem::path(*json_path) : std::filesystem::path();
+    if (!json_path) {
+      json = std::filesystem::temp_directory_path() / ("smax-bench-" + std::to_string(::getpid()) + ".json");
+      write_json(json, info, results);
+    }
+    const std::string problem = draw_plot(json, *plot_path);
+    std::error_code ignored;  // a leftover temporary file is not worth failing the run
+    if (!json_path) std::filesystem::remove(json, ignored);
+    if (problem.empty()) std::cout << "plot: " << *plot_path << '\n';
+    else std::cerr << "smax: warning: no plot written: " << problem << '\n';
+  }
+  if (json_path) std::cout << "json: " << *json_path << '\n';
+  if (csv_path) std::cout << "csv: " << *csv_path << '\n';
+
+  const auto failures = std::count_if(results.begin(), results.end(), [](const Result& r) { return r.failed(); });
+  if (failures > 0) {
+    std::cerr << "smax: error: " << failures << " measurement(s) failed their check (marked '!' in the tables)\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace smax::cli

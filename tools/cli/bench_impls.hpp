@@ -1,0 +1,50 @@
+// smax bench: the implementations timed side by side. Each one turns a point and a
+// thread count into a kernel (set up once, outside the timing) or says why it
+// cannot run that point.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench_workloads.hpp"
+
+namespace smax::cli::bench {
+
+// One call on one point: reads the input tensor x, writes the output tensor y
+// (C-order, the point's shape and dtype). Throws std::exception on failure.
+using Kernel = std::function<void(const void* x, void* y)>;
+
+struct Prepared {
+  Kernel kernel;     // empty when the point is skipped
+  std::string note;  // why it was skipped; or, when it runs, what ran (e.g. the plan)
+};
+
+struct Implementation {
+  std::string name;  // "copy", "smax:online", "onednn", ... (as in the JSON)
+  bool is_library;   // another library (the "best other library" ratio compares these)
+  bool is_copy;      // the physical limit: its output is the input, not a softmax
+  std::function<Prepared(const Point& point, int threads)> prepare;
+};
+
+// What another library is, or why it is not in this build.
+struct LibraryStatus {
+  std::string name;  // "onednn", "xnnpack"
+  bool available = false;
+  std::string version;  // when available
+  std::string reason;   // when not: what to install
+};
+
+// In table order: copy, the smax variants (auto first), then the libraries built in.
+std::vector<Implementation> implementations();
+std::vector<LibraryStatus> library_statuses();
+
+// The adapters of the other libraries (bench_onednn.cpp, bench_xnnpack.cpp). Each
+// file compiles to a stub that reports the library missing when CMake did not
+// find it, so the CLI builds either way.
+LibraryStatus onednn_status();
+Implementation onednn_implementation();
+LibraryStatus xnnpack_status();
+Implementation xnnpack_implementation();
+
+}  // namespace smax::cli::bench
