@@ -9,6 +9,7 @@ packages=(
   ninja-build
   g++
   libgomp1       # OpenMP runtime (g++ brings the headers)
+  libhwy-dev     # Google Highway: portable SIMD with run-time dispatch
   libgtest-dev   # GoogleTest, for the test suite
   python3-venv   # the Python package's tests run in a venv
   python3-dev
