@@ -27,7 +27,7 @@ PlanInfo plan(Op op, std::span<const std::int64_t> shape, DType dtype, const Opt
   }
   const std::int64_t axis_stride = x.rank() == 0 ? 1 : x.strides()[static_cast<std::size_t>(axis)];
   const detail::Plan p = detail::make_plan(op, dtype, outer_rows, length, axis_stride, options, machine());
-  return PlanInfo{p.algorithm, p.order, outer_rows, length, p.block, p.threads, p.reason};
+  return PlanInfo{p.algorithm, p.order, outer_rows, length, p.block, p.chunk, p.threads, p.reason};
 }
 
 }  // namespace smax

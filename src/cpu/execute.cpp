@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 
+#include "cpu/split_row.hpp"
 #include "cpu/variants.hpp"
 
 namespace smax::cpu {
@@ -59,8 +60,14 @@ void run_rows(const detail::Problem& p, RowKernel<T> kernel, const RowParams& pa
 
 template <class T>
 void execute_typed(const detail::Problem& p, const detail::Plan& plan) {
-  const RowKernel<T> kernel = kernel_for<T>(plan.algorithm);
-  const RowParams params{p.op, p.inv_temperature, p.all_masked, plan.order, plan.block};
+  const RowKernel<T> kernel = plan.chunk > 0 ? &split_row<T> : kernel_for<T>(plan.algorithm);
+  RowParams params{p.op, p.inv_temperature, p.all_masked, plan.order, plan.block, plan.chunk, 1};
+  if (plan.chunk > 0 && p.rows < plan.threads) {
+    // Fewer rows than threads: the threads share each row's chunks, one row at a time.
+    params.row_threads = plan.threads;
+    run_rows<T>(p, kernel, params, 0, p.rows);
+    return;
+  }
   if (plan.threads <= 1) {
     run_rows<T>(p, kernel, params, 0, p.rows);
     return;

@@ -26,6 +26,8 @@ struct RowParams {
   AllMasked all_masked = AllMasked::nan;
   PassOrder order = PassOrder::reverse;  // second pass of tiled and online
   std::int64_t block = 0;                // tiled: elements per block
+  std::int64_t chunk = 0;                // split rows: elements per chunk
+  int row_threads = 1;                   // split rows: threads sharing one row
 };
 
 }  // namespace smax::cpu

@@ -24,6 +24,12 @@ void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, std::in
     plan.algorithm = Algorithm::fused;
     plan.reason = "strided " + row + " (stride " + std::to_string(axis_stride) +
                   "): fused gathers it once into its buffer";
+  } else if (length >= kSplitMinLength) {
+    plan.algorithm = Algorithm::online;
+    plan.order = PassOrder::reverse;
+    plan.chunk = kChunkLength;
+    plan.reason = (strided ? "strided " : "") + row + ": online over chunks of " + std::to_string(kChunkLength) +
+                  " elements, each read twice from cache and merged in a fixed order, so threads can share the row";
   } else if (strided) {
     plan.algorithm = Algorithm::online;
     plan.order = PassOrder::reverse;
@@ -59,15 +65,17 @@ Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, std::
     plan.block = std::max<std::int64_t>(256, machine.l1d_bytes / 2 / static_cast<std::int64_t>(size_of(dtype)));
   }
 
-  // Threads split the rows (each row stays on one thread, so results do not depend
-  // on the thread count).
+  // Threads take whole rows, or the chunks of a split row when there are fewer rows
+  // than threads. Either way each row or chunk is computed the same way whatever the
+  // thread count, so results do not depend on it.
   const int wanted = options.threads > 0 ? options.threads : machine.threads;
   const std::int64_t elements = rows * std::max<std::int64_t>(length, 1);
   const std::int64_t by_work = std::max<std::int64_t>(1, elements / kMinElementsPerThread);
-  plan.threads = static_cast<int>(std::max<std::int64_t>(1, std::min({static_cast<std::int64_t>(wanted), rows, by_work})));
+  const std::int64_t units = plan.chunk > 0 && rows < wanted ? (length + plan.chunk - 1) / plan.chunk : rows;
+  plan.threads = static_cast<int>(std::max<std::int64_t>(1, std::min({static_cast<std::int64_t>(wanted), units, by_work})));
   plan.reason += "; " + std::to_string(plan.threads) + " of " + std::to_string(wanted) + " threads (" +
-                 std::to_string(rows) + " rows, at least " + std::to_string(kMinElementsPerThread) +
-                 " elements per thread)";
+                 std::to_string(rows) + (units == rows ? " rows" : " rows split into " + std::to_string(units) + " chunks") +
+                 ", at least " + std::to_string(kMinElementsPerThread) + " elements per thread)";
   return plan;
 }
 

@@ -14,12 +14,20 @@ struct Plan {
   Algorithm algorithm = Algorithm::safe;  // never automatic
   PassOrder order = PassOrder::reverse;
   std::int64_t block = 0;                 // tiled: elements per block
+  std::int64_t chunk = 0;                 // > 0: the row runs as fixed chunks (split_row.hpp)
   int threads = 1;
   std::string reason;
 };
 
 // Below this many elements in a call, starting threads costs more than it saves.
 inline constexpr std::int64_t kMinElementsPerThread = 32768;
+
+// Rows at least this long run, under `auto`, as fixed chunks of kChunkLength elements
+// whose (max, sum) pairs merge in a fixed order: the chunks can go to different
+// threads, and each is read twice from cache, not from memory. The choice depends
+// on the length alone, never on the thread count, so results do not either.
+inline constexpr std::int64_t kSplitMinLength = 65536;
+inline constexpr std::int64_t kChunkLength = 16384;
 
 // axis_stride: elements between neighbours of a row (1 for the last axis of a
 // C-contiguous tensor).

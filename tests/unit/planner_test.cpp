@@ -69,10 +69,18 @@ TEST_F(Planner, TinyProblemsUseOneThread) {
 }
 
 TEST_F(Planner, ThreadsNeverExceedTheRowsOrTheRequest) {
-  const std::array<std::int64_t, 2> two_rows{2, 1 << 18};
+  // Rows too short to split: at most one thread per row.
+  const std::array<std::int64_t, 2> two_rows{2, 60000};
   Options many;
   many.threads = 16;
   EXPECT_LE(plan(Op::softmax, two_rows, DType::f32, many).threads, 2);
+  // Long rows are split into chunks: at most one thread per chunk.
+  const std::array<std::int64_t, 2> two_long_rows{2, 1 << 18};
+  const PlanInfo split = plan(Op::softmax, two_long_rows, DType::f32, many);
+  ASSERT_GT(split.chunk_length, 0);
+  EXPECT_GT(split.threads, 2);
+  EXPECT_LE(split.threads, (std::int64_t{1} << 18) / split.chunk_length);
+  EXPECT_LE(split.threads, 16);
   Options one;
   one.threads = 1;
   const std::array<std::int64_t, 2> big{256, 4096};

@@ -106,6 +106,7 @@ int run_info(std::span<const std::string> args) {
             << "  rows        " << p.rows << '\n'
             << "  length      " << p.length << '\n'
             << "  block       " << (p.block_length > 0 ? std::to_string(p.block_length) : "-") << '\n'
+            << "  chunks of   " << (p.chunk_length > 0 ? std::to_string(p.chunk_length) : "- (rows are not split)") << '\n'
             << "  threads     " << p.threads << '\n'
             << "  reason      " << p.reason << '\n';
   return 0;
