@@ -207,7 +207,8 @@ def plan(
 ) -> dict:
     """The plan smax would run for a C-contiguous tensor of this shape, and why
     (what ``smax info --shape ...`` prints), as a dict: op, shape, dtype, algorithm,
-    pass_order, rows, length, block_length, threads, reason.
+    pass_order, rows, length, block_length, chunk_length (elements per chunk of a
+    split row, 0 if rows are not split), threads, reason.
 
     ``dtype`` is a name (``"float32"``, ``"bf16"``, ...), a NumPy dtype or a torch dtype.
 

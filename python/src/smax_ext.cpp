@@ -166,6 +166,7 @@ nb::dict plan(const std::string& op_name, const std::vector<std::int64_t>& shape
   d["rows"] = p.rows;
   d["length"] = p.length;
   d["block_length"] = p.block_length;
+  d["chunk_length"] = p.chunk_length;
   d["threads"] = p.threads;
   d["reason"] = p.reason;
   return d;

@@ -31,6 +31,8 @@ def test_plan():
     assert p["rows"] == 64 and p["length"] == 128256 and p["dtype"] == "f32"
     assert p["algorithm"] in {"naive", "safe", "fused", "tiled", "online"} and p["reason"]
     assert smax.plan([10, 5], axis=0, dtype=np.float16, op="logsumexp")["length"] == 10
+    assert smax.plan((64, 1000))["chunk_length"] == 0
+    assert smax.plan((1, 1 << 20))["chunk_length"] > 0  # a long row is split into chunks
     assert smax.plan((4, 100), dtype="bf16", algorithm="online", threads=1)["algorithm"] == "online"
     assert smax.plan((4, 100), threads=1)["threads"] == 1
 

@@ -5,10 +5,12 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "core/stats.hpp"
 #include "cpu/element.hpp"
 #include "cpu/row.hpp"
+#include "cpu/simd/f32_rows.hpp"
 
 namespace smax::cpu {
 
@@ -16,9 +18,22 @@ using detail::ExactSum;
 using detail::nan_max;
 using detail::Stats;
 
+// Contiguous f32 rows (unit strides, T = float computed in C = double) go to the
+// vectorised kernels of cpu/simd/f32_rows.hpp, which meet the f32 bar; every other
+// stride and dtype runs the scalar loops below. (fused's float buffer for f16/bf16
+// rows stays scalar: their one-ulp bar at tiny outputs needs the subnormal exp terms
+// and the exact d - 1 that the scalar ExactSum keeps.)
+template <class C, class T>
+inline constexpr bool kSimdF32 = std::is_same_v<T, float> && std::is_same_v<C, double>;
+
 // m = max(m, x[begin..end)), NaN-propagating.
 template <class C, class T>
 C max_pass(const T* x, std::ptrdiff_t stride, std::int64_t begin, std::int64_t end, C m) {
+  if constexpr (kSimdF32<C, T>) {
+    if (stride == 1 && end > begin) {
+      return nan_max(m, static_cast<C>(simd::f32_rmax(x + begin, static_cast<std::size_t>(end - begin))));
+    }
+  }
   for (std::int64_t i = begin; i < end; ++i) m = nan_max(m, Element<T>::template load<C>(x[i * stride]));
   return m;
 }
@@ -28,6 +43,14 @@ C max_pass(const T* x, std::ptrdiff_t stride, std::int64_t begin, std::int64_t e
 template <class C, class T>
 void sum_exp_pass(const T* x, std::ptrdiff_t stride, std::int64_t begin, std::int64_t end, C m,
                   C inv_t, PassOrder order, ExactSum& d) {
+  if constexpr (kSimdF32<C, T>) {
+    // m is the max of float elements, so exact in float.
+    if (stride == 1 && end > begin) {
+      d.add(simd::f32_rsum_exp_minus_max(x + begin, static_cast<std::size_t>(end - begin), static_cast<float>(m),
+                                         static_cast<double>(inv_t), order == PassOrder::reverse));
+      return;
+    }
+  }
   auto term = [&](std::int64_t i) {
     return static_cast<double>(std::exp((Element<T>::template load<C>(x[i * stride]) - m) * inv_t));
   };
@@ -57,6 +80,20 @@ struct Normalizer {
 template <class C, class T>
 void write_pass(const Row<T>& row, std::int64_t begin, std::int64_t end, const Normalizer<C>& f,
                 PassOrder order) {
+  if constexpr (kSimdF32<C, T>) {
+    if (row.x_stride == 1 && row.y_stride == 1 && end > begin) {
+      const auto n = static_cast<std::size_t>(end - begin);
+      const bool backward = order == PassOrder::reverse;
+      if (f.op == Op::log_softmax) {
+        simd::f32_log_softmax_normalize(row.x + begin, row.y + begin, n, static_cast<float>(f.m),
+                                        static_cast<double>(f.inv_t), static_cast<float>(f.log_d), backward);
+      } else {
+        simd::f32_softmax_normalize(row.x + begin, row.y + begin, n, static_cast<float>(f.m),
+                                    static_cast<double>(f.inv_t), static_cast<float>(f.scale), backward);
+      }
+      return;
+    }
+  }
   auto write = [&](std::int64_t i) {
     row.y[i * row.y_stride] = Element<T>::template store<C>(f(Element<T>::template load<C>(row.x[i * row.x_stride])));
   };

@@ -30,11 +30,18 @@ TEST_F(Planner, VersionHasThreeParts) {
 
 TEST_F(Planner, SmallRowsAreFused) {
   const std::array<std::int64_t, 2> shape{64, 1000};
-  const PlanInfo p = plan(Op::softmax, shape, DType::f32);
+  const PlanInfo p = plan(Op::softmax, shape, DType::f64);
   EXPECT_EQ(p.algorithm, Algorithm::fused) << p.reason;
   EXPECT_EQ(p.rows, 64);
   EXPECT_EQ(p.length, 1000);
   EXPECT_FALSE(p.reason.empty());
+  // Strided rows are gathered once by fused, whatever the dtype.
+  EXPECT_EQ(plan(Op::softmax, shape, DType::f32, {.axis = 0}).algorithm, Algorithm::fused);
+}
+
+TEST_F(Planner, ContiguousF32RowsUseTheVectorisedPasses) {
+  const std::array<std::int64_t, 2> shape{64, 1000};
+  EXPECT_EQ(plan(Op::softmax, shape, DType::f32).algorithm, Algorithm::safe);
 }
 
 TEST_F(Planner, RowsMuchLargerThanL2AreOnline) {

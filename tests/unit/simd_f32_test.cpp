@@ -1,0 +1,134 @@
+// The vectorised f32 path (contiguous rows) through the public API, on every Highway
+// target this machine supports: the accuracy bar and the non-finite semantics at
+// lengths around every vector width, misaligned pointers, and agreement between
+// targets.
+#include <gtest/gtest.h>
+#include <hwy/targets.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "accuracy.hpp"
+#include "nd_reference.hpp"
+#include "op_runner.hpp"
+#include "random_data.hpp"
+#include "seed.hpp"
+#include "simd_exp_check.hpp"
+
+namespace smax::test {
+namespace {
+
+constexpr std::int64_t kLengths[] = {1, 2, 3, 5, 7, 15, 16, 17, 31, 33, 63, 65, 127, 129, 1000, 4097, 65537};
+constexpr Algorithm kSimdAlgorithms[] = {Algorithm::safe, Algorithm::tiled, Algorithm::online};
+constexpr PassOrder kOrders[] = {PassOrder::reverse, PassOrder::forward};
+
+class SimdF32 : public SeededTest {
+ protected:
+  // Every op, algorithm and pass order on x, checked against the reference, on
+  // every target.
+  void check_everywhere(const TestTensor& x, double temperature, Layout output_layout = Layout::contiguous) {
+    for (std::int64_t target : simd_targets()) {
+      SCOPED_TRACE(hwy::TargetName(target));
+      with_target(target, [&] {
+        for (Op op : kAllOps) {
+          Options options;
+          options.temperature = temperature;
+          const Expected expected = reference_nd(op, x, options);
+          for (Algorithm algorithm : kSimdAlgorithms) {
+            for (PassOrder order : kOrders) {
+              options.algorithm = algorithm;
+              options.pass_order = order;
+              run_and_check(op, x, options, output_layout, expected);
+            }
+          }
+        }
+      });
+    }
+  }
+};
+
+TEST_F(SimdF32, RandomRowsAtEveryLengthMeetTheBar) {
+  std::uniform_real_distribution<double> offset(-50.0, 50.0);
+  for (std::int64_t n : kLengths) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    for (double temperature : {1.0, 0.01, 100.0, 0.7}) {
+      TestTensor x(DType::f32, {2, n});
+      fill_normal(x, rng(), Distribution{offset(rng()), random_distribution(rng()).scale});
+      check_everywhere(x, temperature);
+    }
+  }
+}
+
+TEST_F(SimdF32, NonFiniteRowsKeepTheirSemantics) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (std::int64_t n : {1, 7, 16, 17, 33, 1000}) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    // Rows: a NaN, a +inf, some -inf, all -inf, a NaN in the tail, +inf and -inf.
+    TestTensor x(DType::f32, {6, n});
+    fill_normal(x, rng(), Distribution{3.0, 2.0});
+    x.set_at(0 * n + n / 2, nan);
+    x.set_at(1 * n + n / 3, inf);
+    for (std::int64_t i = 0; i < n; i += 2) x.set_at(2 * n + i, -inf);
+    for (std::int64_t i = 0; i < n; ++i) x.set_at(3 * n + i, -inf);
+    x.set_at(4 * n + n - 1, nan);
+    x.set_at(5 * n, -inf);
+    x.set_at(5 * n + n - 1, inf);
+    check_everywhere(x, 1.0);
+    check_everywhere(x, 0.01);
+  }
+}
+
+TEST_F(SimdF32, MisalignedPointersWork) {
+  for (std::int64_t n : {3, 17, 129, 4097}) {
+    TestTensor x(DType::f32, {3, n}, Layout::misaligned);
+    fill_normal(x, rng(), Distribution{-7.0, 4.0});
+    check_everywhere(x, 1.0, Layout::misaligned);
+    check_everywhere(x, 0.3, Layout::misaligned);
+  }
+}
+
+TEST_F(SimdF32, InPlaceWorks) {
+  for (std::int64_t target : simd_targets()) {
+    SCOPED_TRACE(hwy::TargetName(target));
+    with_target(target, [&] {
+      for (Op op : {Op::softmax, Op::log_softmax}) {
+        TestTensor x(DType::f32, {2, 1001});
+        fill_normal(x, rng(), Distribution{1.0, 3.0});
+        const Expected expected = reference_nd(op, x, Options{});
+        run_op(op, x.view(), x.mutable_view(), Options{});
+        EXPECT_TRUE(matches_reference(op, x, expected));
+      }
+    });
+  }
+}
+
+TEST_F(SimdF32, TargetsAgreeWithinTheBar) {
+  const std::vector<std::int64_t> targets = simd_targets();
+  TestTensor x(DType::f32, {4, 4099});
+  fill_normal(x, rng(), Distribution{10.0, 5.0});
+  for (Op op : kAllOps) {
+    for (double temperature : {1.0, 0.05}) {
+      Options options;
+      options.temperature = temperature;
+      options.algorithm = Algorithm::safe;
+      std::vector<TestTensor> outputs;
+      for (std::int64_t target : targets) {
+        outputs.push_back(make_output(op, x, options, Layout::contiguous));
+        with_target(target, [&] { run_op(op, x.view(), outputs.back().mutable_view(), options); });
+      }
+      for (std::size_t t = 1; t < outputs.size(); ++t) {
+        for (std::int64_t i = 0; i < outputs[0].numel(); ++i) {
+          const long double a = outputs[0].at(i);
+          const long double b = outputs[t].at(i);
+          ASSERT_LE(std::abs(a - b), 2 * tolerance(op, DType::f32, a))
+              << hwy::TargetName(targets[0]) << " vs " << hwy::TargetName(targets[t]) << " at " << i;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace smax::test
