@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <array>
+#include <type_traits>
+#include <vector>
 
 #include "cpu/split_row.hpp"
 #include "cpu/variants.hpp"
@@ -27,6 +29,33 @@ RowKernel<T> kernel_for(Algorithm algorithm) {
   return &safe_row<T>;
 }
 
+// The vectorised f32 kernels need unit strides. A strided f32 row is gathered into a
+// contiguous buffer, run there and scattered back, so that every layout of the same
+// values runs the same code and gives the same bits (and a strided row is read from
+// memory once).
+template <class T>
+void run_row(RowKernel<T> kernel, const Row<T>& row, const RowParams& params) {
+  if constexpr (std::is_same_v<T, float>) {
+    const bool writes_row = params.op != Op::logsumexp;
+    if (row.x_stride != 1 || (writes_row && row.y_stride != 1)) {
+      thread_local std::vector<float> x_buffer;
+      thread_local std::vector<float> y_buffer;
+      const auto n = static_cast<std::size_t>(row.n);
+      x_buffer.resize(n);
+      for (std::size_t i = 0; i < n; ++i) x_buffer[i] = row.x[static_cast<std::ptrdiff_t>(i) * row.x_stride];
+      if (!writes_row) {
+        kernel(Row<T>{x_buffer.data(), 1, row.y, 0, row.n}, params);
+        return;
+      }
+      y_buffer.resize(n);
+      kernel(Row<T>{x_buffer.data(), 1, y_buffer.data(), 1, row.n}, params);
+      for (std::size_t i = 0; i < n; ++i) row.y[static_cast<std::ptrdiff_t>(i) * row.y_stride] = y_buffer[i];
+      return;
+    }
+  }
+  kernel(row, params);
+}
+
 // Rows [begin, end) of the problem, walking the batch index like an odometer.
 template <class T>
 void run_rows(const detail::Problem& p, RowKernel<T> kernel, const RowParams& params, std::int64_t begin,
@@ -45,7 +74,7 @@ void run_rows(const detail::Problem& p, RowKernel<T> kernel, const RowParams& pa
     y_offset += index[k] * p.y_batch_strides[k];
   }
   for (std::int64_t r = begin; r < end; ++r) {
-    kernel(Row<T>{x + x_offset, p.x_axis_stride, y + y_offset, p.y_axis_stride, p.length}, params);
+    run_row(kernel, Row<T>{x + x_offset, p.x_axis_stride, y + y_offset, p.y_axis_stride, p.length}, params);
     for (int d = p.batch_rank - 1; d >= 0; --d) {
       const auto k = static_cast<std::size_t>(d);
       x_offset += p.x_batch_strides[k];

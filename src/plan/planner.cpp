@@ -21,7 +21,8 @@ void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, std::in
                     const MachineInfo& m) {
   const std::int64_t row_bytes = length * static_cast<std::int64_t>(size_of(dtype)) * (op == Op::logsumexp ? 1 : 2);
   const std::string row = "row of " + std::to_string(length) + " elements (" + kib(row_bytes) + " in and out)";
-  const bool strided = axis_stride != 1 && axis_stride != -1 && length > 1;
+  // f32 rows are gathered into contiguous memory before they run (execute.cpp).
+  const bool strided = dtype != DType::f32 && axis_stride != 1 && axis_stride != -1 && length > 1;
   if (strided && length <= kFusedMaxLength) {
     plan.algorithm = Algorithm::fused;
     plan.reason = "strided " + row + " (stride " + std::to_string(axis_stride) +
@@ -32,11 +33,12 @@ void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, std::in
     plan.chunk = kChunkLength;
     plan.reason = (strided ? "strided " : "") + row + ": online over chunks of " + std::to_string(kChunkLength) +
                   " elements, each read twice from cache and merged in a fixed order, so threads can share the row";
-  } else if (dtype == DType::f32 && axis_stride == 1) {
-    // Measured (docs/PERFORMANCE.md): on contiguous f32 rows the vectorised passes make
-    // safe 5x faster than fused, whose buffer is still scalar.
+  } else if (dtype == DType::f32) {
+    // Measured (docs/PERFORMANCE.md): on f32 rows the vectorised passes make safe 5x
+    // faster than fused, whose buffer is still scalar.
     plan.algorithm = Algorithm::safe;
-    plan.reason = "contiguous f32 " + row + ": safe's three vectorised passes, the later two from cache";
+    plan.reason = "f32 " + row + (axis_stride != 1 ? " (strided: gathered once into a contiguous buffer)" : "") +
+                  ": safe's three vectorised passes, the later two from cache";
   } else if (strided) {
     plan.algorithm = Algorithm::online;
     plan.order = PassOrder::reverse;

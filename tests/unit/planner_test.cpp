@@ -35,8 +35,9 @@ TEST_F(Planner, SmallRowsAreFused) {
   EXPECT_EQ(p.rows, 64);
   EXPECT_EQ(p.length, 1000);
   EXPECT_FALSE(p.reason.empty());
-  // Strided rows are gathered once by fused, whatever the dtype.
-  EXPECT_EQ(plan(Op::softmax, shape, DType::f32, {.axis = 0}).algorithm, Algorithm::fused);
+  // Strided rows are gathered once by fused (f32 rows are gathered before any variant).
+  EXPECT_EQ(plan(Op::softmax, shape, DType::f64, {.axis = 0}).algorithm, Algorithm::fused);
+  EXPECT_EQ(plan(Op::softmax, shape, DType::f32, {.axis = 0}).algorithm, Algorithm::safe);
 }
 
 TEST_F(Planner, ContiguousF32RowsUseTheVectorisedPasses) {
