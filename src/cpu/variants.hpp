@@ -27,7 +27,8 @@ template <class T>
 void tiled_row(const Row<T>& row, const RowParams& p);
 
 // One pass of running max and rescaled running sum in several lanes, merged at the
-// end; then the output pass, backward by default.
+// end (f32: a block of 2048 elements at a time, each block's pair from the vectorised
+// passes); then the output pass, backward by default.
 template <class T>
 void online_row(const Row<T>& row, const RowParams& p);
 

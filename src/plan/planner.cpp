@@ -34,8 +34,9 @@ void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, std::in
     plan.reason = (strided ? "strided " : "") + row + ": online over chunks of " + std::to_string(kChunkLength) +
                   " elements, each read twice from cache and merged in a fixed order, so threads can share the row";
   } else if (dtype == DType::f32) {
-    // Measured (docs/PERFORMANCE.md): on f32 rows the vectorised passes make safe 5x
-    // faster than fused, whose buffer is still scalar.
+    // Measured (docs/PERFORMANCE.md, microbenchmark): on cache-resident f32 rows safe's
+    // vectorised passes run at least as fast as fused, whose copy into its buffer costs
+    // more than the buffer saves.
     plan.algorithm = Algorithm::safe;
     plan.reason = "f32 " + row + (axis_stride != 1 ? " (strided: gathered once into a contiguous buffer)" : "") +
                   ": safe's three vectorised passes, the later two from cache";
