@@ -8,6 +8,8 @@
 
 namespace smax::cpu {
 
+namespace {
+
 // The on-chip buffer: kFusedMaxLength values (64 KiB of float for f32, f16 and bf16
 // rows, 128 KiB of double for f64), one per thread, allocated once. It fits the L2 of
 // every x86-64 and Arm server core.
@@ -32,12 +34,9 @@ void fused_row_f32(const Row<float>& row, const RowParams& p) {
   finish_row(row, p, s, [&](const Normalizer<C>& f) { write_pass(from_buffer, 0, n, f, PassOrder::forward); });
 }
 
+// f64, f16, bf16: the buffer holds the compute type, and keeps exp(z) for the write.
 template <class T>
-void fused_row(const Row<T>& row, const RowParams& p) {
-  if constexpr (std::is_same_v<T, float>) {
-    fused_row_f32(row, p);
-    return;
-  }
+void fused_row_scalar(const Row<T>& row, const RowParams& p) {
   using C = typename Element<T>::Compute;
   const C inv_t = static_cast<C>(p.inv_t);
   const std::int64_t n = row.n;
@@ -65,6 +64,17 @@ void fused_row(const Row<T>& row, const RowParams& p) {
       row.y[i * row.y_stride] = Element<T>::template store<C>(v);
     }
   });
+}
+
+}  // namespace
+
+template <class T>
+void fused_row(const Row<T>& row, const RowParams& p) {
+  if constexpr (std::is_same_v<T, float>) {
+    fused_row_f32(row, p);
+  } else {
+    fused_row_scalar(row, p);
+  }
 }
 
 template void fused_row(const Row<float>&, const RowParams&);

@@ -8,6 +8,8 @@
 
 namespace smax::cpu {
 
+namespace {
+
 // Element i goes to lane i % kLanes, as a SIMD register's lanes would; the lanes'
 // partial (max, sum) pairs merge pairwise in a fixed order.
 inline constexpr int kLanes = 8;
@@ -46,6 +48,8 @@ Stats<double> block_stats(const Row<float>& row, double inv_t) {
   }
   return running;
 }
+
+}  // namespace
 
 template <class T>
 void online_row(const Row<T>& row, const RowParams& p) {

@@ -19,8 +19,8 @@ using detail::nan_max;
 using detail::Stats;
 
 // Contiguous f32 rows (unit strides, T = float computed in C = double) go to the
-// vectorised kernels of cpu/simd/f32_rows.hpp, which meet the f32 bar; every other
-// stride and dtype runs the scalar loops below. (fused's float buffer for f16/bf16
+// vectorised kernels of cpu/simd/f32_rows.hpp, which meet the f32 bar; execute.cpp
+// gathers strided f32 rows, so the scalar loops below serve the other dtypes. (fused's float buffer for f16/bf16
 // rows stays scalar: their one-ulp bar at tiny outputs needs the subnormal exp terms
 // and the exact d - 1 that the scalar ExactSum keeps.)
 template <class C, class T>
