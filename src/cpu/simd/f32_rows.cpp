@@ -43,66 +43,13 @@ inline InvT make_inv_t(double inv_t) {
 #include <hwy/highway.h>
 
 #include "cpu/simd/exp-inl.h"
+#include "cpu/simd/walk-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace smax::cpu::simd::HWY_NAMESPACE {
 
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
-
-// Masked loads and stores that never touch memory past the tail: AVX2 and AVX-512
-// have them in hardware (vmaskmov, opmasks); elsewhere Highway's MaskedLoad reads a
-// whole vector, so the tail goes through a small buffer instead.
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
-#define SMAX_SIMD_HAS_SAFE_MASKED_MEMORY 1
-#else
-#define SMAX_SIMD_HAS_SAFE_MASKED_MEMORY 0
-#endif
-
-// The `count` (< Lanes) elements at p, the other lanes set to `fill`.
-HWY_INLINE VF LoadTail(DF d, const float* p, std::size_t count, float fill) {
-#if SMAX_SIMD_HAS_SAFE_MASKED_MEMORY
-  const auto m = hn::FirstN(d, count);
-  return hn::IfThenElse(m, hn::MaskedLoad(m, d, p), hn::Set(d, fill));
-#else
-  HWY_ALIGN float buf[64];
-  hn::Store(hn::Set(d, fill), d, buf);
-  std::memcpy(buf, p, count * sizeof(float));
-  return hn::Load(d, buf);
-#endif
-}
-
-// Stores the first `count` (< Lanes) lanes of v at p.
-HWY_INLINE void StoreTail(DF d, VF v, float* p, std::size_t count) {
-#if SMAX_SIMD_HAS_SAFE_MASKED_MEMORY
-  hn::BlendedStore(v, hn::FirstN(d, count), d, p);
-#else
-  HWY_ALIGN float buf[64];
-  hn::Store(v, d, buf);
-  std::memcpy(p, buf, count * sizeof(float));
-#endif
-}
-
-// Visits [0, n) as full vectors of `unroll` * Lanes elements, then single vectors,
-// then one partial vector, from the start or (backward) from the end:
-// full(i) handles [i, i + unroll * Lanes), one(i) [i, i + Lanes), tail(i, count)
-// [i, i + count).
-template <std::size_t kUnroll, class Full, class One, class Tail>
-HWY_INLINE void Walk(DF d, std::size_t n, bool backward, Full&& full, One&& one, Tail&& tail) {
-  const std::size_t N = hn::Lanes(d);
-  const std::size_t U = kUnroll * N;
-  if (!backward) {
-    std::size_t i = 0;
-    for (; i + U <= n; i += U) full(i);
-    for (; i + N <= n; i += N) one(i);
-    if (i < n) tail(i, n - i);
-  } else {
-    std::size_t i = n;
-    for (; i >= U; i -= U) full(i - U);
-    for (; i >= N; i -= N) one(i - N);
-    if (i > 0) tail(0, i);
-  }
-}
 
 // The exact error of the float product p = a * b.
 HWY_INLINE VF ProductError(DF d, VF a, VF b, VF b_hi, VF b_lo, VF p) {
@@ -182,7 +129,7 @@ float RMax(const float* x, std::size_t n) {
       },
       [&](std::size_t i) { take(m0, hn::LoadU(d, x + i)); },
       [&](std::size_t i, std::size_t count) {
-        take(m1, LoadTail(d, x + i, count, -std::numeric_limits<float>::infinity()));
+        take(m1, LoadTail(d, x + i, count, hn::Set(d, -std::numeric_limits<float>::infinity())));
       });
   if (!hn::AllFalse(d, nan)) return std::numeric_limits<float>::quiet_NaN();
   const VF m = hn::Max(hn::Max(m0, m1), hn::Max(m2, m3));
@@ -222,7 +169,7 @@ double RSumExpT(const float* x, std::size_t n, float m, const detail::InvT& inv,
       [&](std::size_t i) { AddWide(dd, a0, a1, ExpOf<kUnitT>(d, c, hn::LoadU(d, x + i))); },
       [&](std::size_t i, std::size_t count) {
         // -inf lanes give exp = 0 exactly.
-        AddWide(dd, a2, a3, ExpOf<kUnitT>(d, c, LoadTail(d, x + i, count, -std::numeric_limits<float>::infinity())));
+        AddWide(dd, a2, a3, ExpOf<kUnitT>(d, c, LoadTail(d, x + i, count, hn::Set(d, -std::numeric_limits<float>::infinity()))));
       });
   const hn::Vec<DD> sum = hn::Add(hn::Add(a0, a1), hn::Add(a2, a3));
   return hn::GetLane(hn::SumOfLanes(dd, sum));
@@ -238,7 +185,7 @@ HWY_INLINE void Map(DF d, const float* x, float* y, std::size_t n, bool backward
   Walk<1>(
       d, n, backward, [&](std::size_t i) { hn::StoreU(f(hn::LoadU(d, x + i)), d, y + i); },
       [&](std::size_t i) { hn::StoreU(f(hn::LoadU(d, x + i)), d, y + i); },
-      [&](std::size_t i, std::size_t count) { StoreTail(d, f(LoadTail(d, x + i, count, 0.0f)), y + i, count); });
+      [&](std::size_t i, std::size_t count) { StoreTail(d, f(LoadTail(d, x + i, count, hn::Zero(d))), y + i, count); });
 }
 
 template <bool kUnitT>
@@ -288,12 +235,10 @@ void ExpArray(const float* z, const float* z_lo, float* y, std::size_t n) {
       [&](std::size_t i) { hn::StoreU(ExpFlush(d, hn::LoadU(d, z + i), hn::LoadU(d, z_lo + i)), d, y + i); },
       [&](std::size_t i) { hn::StoreU(ExpFlush(d, hn::LoadU(d, z + i), hn::LoadU(d, z_lo + i)), d, y + i); },
       [&](std::size_t i, std::size_t count) {
-        StoreTail(d, ExpFlush(d, LoadTail(d, z + i, count, 0.0f), LoadTail(d, z_lo + i, count, 0.0f)), y + i,
+        StoreTail(d, ExpFlush(d, LoadTail(d, z + i, count, hn::Zero(d)), LoadTail(d, z_lo + i, count, hn::Zero(d))), y + i,
                   count);
       });
 }
-
-#undef SMAX_SIMD_HAS_SAFE_MASKED_MEMORY
 
 }  // namespace smax::cpu::simd::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();

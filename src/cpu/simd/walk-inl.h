@@ -1,0 +1,82 @@
+// How the kernels of cpu/simd/ walk a row: whole vectors (unrolled), single vectors,
+// then one partial vector whose loads and stores never touch memory past the end.
+// Written against Highway's portable ops, compiled once per target (the -inl.h
+// convention: foreach_target.h includes this header again for every target).
+
+#if defined(SMAX_CPU_SIMD_WALK_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef SMAX_CPU_SIMD_WALK_INL_H_
+#undef SMAX_CPU_SIMD_WALK_INL_H_
+#else
+#define SMAX_CPU_SIMD_WALK_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstring>
+
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace smax::cpu::simd::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Whether MaskedLoad and BlendedStore of D's lanes leave the memory of masked-off
+// lanes alone: AVX-512 (opmasks) always, AVX2 (vmaskmov) for 32- and 64-bit lanes.
+// Elsewhere Highway emulates them with a whole-vector access, so the tail goes
+// through a small buffer instead.
+template <class D>
+constexpr bool kMaskedMemoryIsSafe =
+    HWY_ARCH_X86 && (HWY_TARGET <= HWY_AVX3 || (HWY_TARGET <= HWY_AVX2 && sizeof(hn::TFromD<D>) >= 4));
+
+// The largest vector of any target, in bytes, for the tail buffers.
+inline constexpr std::size_t kMaxVectorBytes = 256;
+
+// The `count` (< Lanes) elements at p, the other lanes set to `fill`.
+template <class D, class T = hn::TFromD<D>>
+HWY_INLINE hn::Vec<D> LoadTail(D d, const T* p, std::size_t count, hn::Vec<D> fill) {
+  if constexpr (kMaskedMemoryIsSafe<D>) {
+    const auto m = hn::FirstN(d, count);
+    return hn::IfThenElse(m, hn::MaskedLoad(m, d, p), fill);
+  } else {
+    HWY_ALIGN T buf[kMaxVectorBytes / sizeof(T)];
+    hn::Store(fill, d, buf);
+    std::memcpy(buf, p, count * sizeof(T));
+    return hn::Load(d, buf);
+  }
+}
+
+// Stores the first `count` (< Lanes) lanes of v at p.
+template <class D, class T = hn::TFromD<D>>
+HWY_INLINE void StoreTail(D d, hn::Vec<D> v, T* p, std::size_t count) {
+  if constexpr (kMaskedMemoryIsSafe<D>) {
+    hn::BlendedStore(v, hn::FirstN(d, count), d, p);
+  } else {
+    HWY_ALIGN T buf[kMaxVectorBytes / sizeof(T)];
+    hn::Store(v, d, buf);
+    std::memcpy(p, buf, count * sizeof(T));
+  }
+}
+
+// Visits [0, n) as groups of `kUnroll` vectors of Lanes(d), then single vectors, then
+// one partial vector, from the start or (backward) from the end: full(i) handles
+// [i, i + kUnroll * Lanes), one(i) [i, i + Lanes), tail(i, count) [i, i + count).
+template <std::size_t kUnroll, class D, class Full, class One, class Tail>
+HWY_INLINE void Walk(D d, std::size_t n, bool backward, Full&& full, One&& one, Tail&& tail) {
+  const std::size_t N = hn::Lanes(d);
+  const std::size_t U = kUnroll * N;
+  if (!backward) {
+    std::size_t i = 0;
+    for (; i + U <= n; i += U) full(i);
+    for (; i + N <= n; i += N) one(i);
+    if (i < n) tail(i, n - i);
+  } else {
+    std::size_t i = n;
+    for (; i >= U; i -= U) full(i - U);
+    for (; i >= N; i -= N) one(i - N);
+    if (i > 0) tail(0, i);
+  }
+}
+
+}  // namespace smax::cpu::simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // SMAX_CPU_SIMD_WALK_INL_H_
