@@ -7,4 +7,5 @@
 #include "smax/ops.hpp"
 #include "smax/options.hpp"
 #include "smax/tensor.hpp"
+#include "smax/training.hpp"
 #include "smax/version.hpp"

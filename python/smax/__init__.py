@@ -39,6 +39,9 @@ __all__ = [
     "get_num_threads",
     "info",
     "plan",
+    "softmax_backward",
+    "log_softmax_backward",
+    "cross_entropy",
     "__version__",
 ]
 
@@ -387,3 +390,7 @@ def _run(op, kind: _Input, out_shape, axis, temperature, algorithm, pass_order, 
     _smax.run(op, kind.arg, out_arg, axis, float(temperature), str(algorithm), str(pass_order), str(all_masked),
               threads, keepdims, kind.bf16_bits, out_bits)
     return result if out is not None else kind.finish(result)
+
+
+# The training ops; they use the helpers above.
+from .training import cross_entropy, log_softmax_backward, softmax_backward  # noqa: E402

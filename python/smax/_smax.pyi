@@ -31,3 +31,34 @@ def plan(
 ) -> dict[str, Any]: ...
 def machine() -> dict[str, Any]: ...
 def version() -> str: ...
+def backward(
+    op: str,
+    y: Any,
+    dy: Any,
+    out: Any,
+    axis: int,
+    temperature: float,
+    threads: int,
+    y_bf16_bits: bool,
+    dy_bf16_bits: bool,
+    out_bf16_bits: bool,
+) -> None: ...
+def cross_entropy(
+    logits: Any,
+    target: Any,
+    loss: Any,
+    weight: Any | None,
+    grad: Any | None,
+    log_prob: Any | None,
+    axis: int,
+    reduction: str,
+    ignore_index: int | None,
+    label_smoothing: float,
+    threads: int,
+    logits_bf16_bits: bool,
+    target_bf16_bits: bool,
+    weight_bf16_bits: bool,
+    loss_bf16_bits: bool,
+    grad_bf16_bits: bool,
+    log_prob_bf16_bits: bool,
+) -> None: ...

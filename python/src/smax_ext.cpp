@@ -213,6 +213,9 @@ void translate_error(const std::exception_ptr& p, void*) {
 
 }  // namespace
 
+// The training ops (training_ext.cpp).
+void register_training(nb::module_& m);
+
 NB_MODULE(_smax, m) {
   m.doc() = "The compiled core of smax; use the functions of the smax package instead.";
   nb::register_exception_translator(translate_error);
@@ -227,4 +230,5 @@ NB_MODULE(_smax, m) {
         "all_masked"_a, "threads"_a);
   m.def("machine", &machine_info);
   m.def("version", [] { return std::string(smax::version()); });
+  register_training(m);
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,13 +16,18 @@ std::string prefix(Op op) { return std::string(to_string(op)) + ": "; }
 
 [[noreturn]] void fail(Op op, Errc code, const std::string& what) { throw Error(code, prefix(op) + what); }
 
-// The byte range [lo, hi) a view can touch; false if it does not fit in int64.
-struct ByteRange {
-  std::intptr_t lo = 0;
-  std::intptr_t hi = 0;
-};
-
 ByteRange byte_range(Op op, const char* name, const TensorView& v) {
+  const std::optional<ByteRange> range = reachable_bytes(v);
+  if (!range) {
+    fail(op, Errc::strides, std::string(name) + " strides " + format_list(v.strides()) + " with shape " +
+                                format_list(v.shape()) + " reach beyond the address space");
+  }
+  return *range;
+}
+
+}  // namespace
+
+std::optional<ByteRange> reachable_bytes(const TensorView& v) {
   const auto size = static_cast<std::int64_t>(size_of(v.dtype()));
   std::int64_t low = 0;
   std::int64_t high = 0;
@@ -30,18 +36,17 @@ ByteRange byte_range(Op op, const char* name, const TensorView& v) {
     if (__builtin_mul_overflow(v.shape()[static_cast<std::size_t>(i)] - 1, v.strides()[static_cast<std::size_t>(i)], &reach) ||
         __builtin_mul_overflow(reach, size, &reach) ||
         __builtin_add_overflow(reach < 0 ? low : high, reach, reach < 0 ? &low : &high)) {
-      fail(op, Errc::strides, std::string(name) + " strides " + format_list(v.strides()) + " with shape " +
-                                  format_list(v.shape()) + " reach beyond the address space");
+      return std::nullopt;
     }
   }
   const auto base = reinterpret_cast<std::intptr_t>(v.data());
-  return {base + static_cast<std::intptr_t>(low), base + static_cast<std::intptr_t>(high + size)};
+  return ByteRange{base + static_cast<std::intptr_t>(low), base + static_cast<std::intptr_t>(high + size)};
 }
 
-// True if two different indices of the view can address the same element. Sorting
-// the dimensions by |stride|, each stride must step over everything the smaller
-// ones reach. This is exact for every layout NumPy and PyTorch produce; a view that
-// interleaves dimensions in a non-overlapping but irregular way is also rejected.
+// Sorting the dimensions by |stride|, each stride must step over everything the
+// smaller ones reach. This is exact for every layout NumPy and PyTorch produce; a
+// view that interleaves dimensions in a non-overlapping but irregular way is also
+// rejected.
 bool overlaps_itself(const TensorView& v) {
   std::vector<std::pair<std::int64_t, std::int64_t>> dims;  // (|stride|, extent)
   for (int i = 0; i < v.rank(); ++i) {
@@ -66,8 +71,6 @@ bool same_layout(const TensorView& a, const TensorView& b) {
   }
   return true;
 }
-
-}  // namespace
 
 std::vector<std::int64_t> output_shape(Op op, std::span<const std::int64_t> shape, int axis, bool keepdims) {
   std::vector<std::int64_t> result(shape.begin(), shape.end());

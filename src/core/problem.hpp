@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -45,5 +46,18 @@ std::vector<std::int64_t> output_shape(Op op, std::span<const std::int64_t> shap
 
 // Normalises `axis` for a tensor of `rank` (rank 0 behaves as rank 1).
 int normalize_axis(Op op, int axis, int rank);
+
+// View checks, shared with the training ops (src/training/).
+// The byte range [lo, hi) a view can touch.
+struct ByteRange {
+  std::intptr_t lo = 0;
+  std::intptr_t hi = 0;
+};
+// nullopt if the view's reach does not fit in the address space.
+std::optional<ByteRange> reachable_bytes(const TensorView& v);
+// True if two different indices of the view can address the same element.
+bool overlaps_itself(const TensorView& v);
+// Same data pointer, shape and strides (strides of extent-1 dimensions ignored).
+bool same_layout(const TensorView& a, const TensorView& b);
 
 }  // namespace smax::detail

@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
+#include "cpu/simd/f32_columns.hpp"
+#include "cpu/passes.hpp"
 #include "cpu/split_row.hpp"
 #include "cpu/variants.hpp"
 
@@ -29,37 +32,65 @@ RowKernel<T> kernel_for(Algorithm algorithm) {
   return &safe_row<T>;
 }
 
-// The vectorised f32 kernels need unit strides. A strided f32 row is gathered into a
+// The vectorised kernels need unit strides. A strided row is gathered into a
 // contiguous buffer, run there and scattered back, so that every layout of the same
 // values runs the same code and gives the same bits (and a strided row is read from
 // memory once).
 template <class T>
 void run_row(RowKernel<T> kernel, const Row<T>& row, const RowParams& params) {
-  if constexpr (std::is_same_v<T, float>) {
-    const bool writes_row = params.op != Op::logsumexp;
-    if (row.x_stride != 1 || (writes_row && row.y_stride != 1)) {
-      thread_local std::vector<float> x_buffer;
-      thread_local std::vector<float> y_buffer;
-      const auto n = static_cast<std::size_t>(row.n);
-      x_buffer.resize(n);
-      for (std::size_t i = 0; i < n; ++i) x_buffer[i] = row.x[static_cast<std::ptrdiff_t>(i) * row.x_stride];
-      if (!writes_row) {
-        kernel(Row<T>{x_buffer.data(), 1, row.y, 0, row.n}, params);
-        return;
-      }
-      y_buffer.resize(n);
-      kernel(Row<T>{x_buffer.data(), 1, y_buffer.data(), 1, row.n}, params);
-      for (std::size_t i = 0; i < n; ++i) row.y[static_cast<std::ptrdiff_t>(i) * row.y_stride] = y_buffer[i];
+  const bool writes_row = params.op != Op::logsumexp;
+  if (row.x_stride != 1 || (writes_row && row.y_stride != 1)) {
+    thread_local std::vector<T> x_buffer;
+    thread_local std::vector<T> y_buffer;
+    const auto n = static_cast<std::size_t>(row.n);
+    x_buffer.resize(n);
+    for (std::size_t i = 0; i < n; ++i) x_buffer[i] = row.x[static_cast<std::ptrdiff_t>(i) * row.x_stride];
+    if (!writes_row) {
+      kernel(Row<T>{x_buffer.data(), 1, row.y, 0, row.n}, params);
       return;
     }
+    y_buffer.resize(n);
+    kernel(Row<T>{x_buffer.data(), 1, y_buffer.data(), 1, row.n}, params);
+    for (std::size_t i = 0; i < n; ++i) row.y[static_cast<std::ptrdiff_t>(i) * row.y_stride] = y_buffer[i];
+    return;
   }
   kernel(row, params);
+}
+
+// Short contiguous softmax rows at one row stride (a contiguous batch, e.g. attention
+// scores): fused's register kernel takes a thread's rows in one call. A row it leaves
+// (a non-finite max) runs through fused_row, and the call goes on after it.
+template <class T>
+bool run_rows_in_registers(const detail::Problem& p, RowKernel<T> kernel, const RowParams& params,
+                           std::int64_t begin, std::int64_t end) {
+  if constexpr (kSimdRows<T>) {
+    if (kernel != &fused_row<T> || params.op != Op::softmax || p.batch_rank > 1 || p.x_axis_stride != 1 ||
+        p.y_axis_stride != 1 || p.length > static_cast<std::int64_t>(simd::f32_max_register_row())) {
+      return false;
+    }
+    const auto* x = reinterpret_cast<const T*>(p.x);
+    auto* y = reinterpret_cast<T*>(p.y);
+    const std::int64_t xs = p.batch_rank == 1 ? p.x_batch_strides[0] : 0;
+    const std::int64_t ys = p.batch_rank == 1 ? p.y_batch_strides[0] : 0;
+    for (std::int64_t r = begin; r < end;) {
+      r += static_cast<std::int64_t>(simd::f32_softmax_rows_in_registers(
+          x + r * xs, xs, y + r * ys, ys, static_cast<std::size_t>(end - r), static_cast<std::size_t>(p.length),
+          params.inv_t));
+      if (r < end) {
+        kernel(Row<T>{x + r * xs, 1, y + r * ys, 1, p.length}, params);
+        ++r;
+      }
+    }
+    return true;
+  }
+  return false;
 }
 
 // Rows [begin, end) of the problem, walking the batch index like an odometer.
 template <class T>
 void run_rows(const detail::Problem& p, RowKernel<T> kernel, const RowParams& params, std::int64_t begin,
               std::int64_t end) {
+  if (run_rows_in_registers(p, kernel, params, begin, end)) return;
   const auto* x = reinterpret_cast<const T*>(p.x);
   auto* y = reinterpret_cast<T*>(p.y);
   std::array<std::int64_t, kMaxRank> index{};
@@ -87,10 +118,124 @@ void run_rows(const detail::Problem& p, RowKernel<T> kernel, const RowParams& pa
   }
 }
 
+// ---- Non-last axes: column panels ------------------------------------------------
+// A strided axis whose problem has a batch dimension of unit stride in both x and y
+// (the contiguous inner dimension) runs as column panels (cpu/simd/f32_columns.hpp):
+// lanes across that dimension, each lane one softmax, no gather and no transpose.
+// Every algorithm but naive maps to the panel kernel there: it computes what they
+// compute (the max, the exact sum, the same exp), and the panel's own two-pass
+// schedule, with a block-wise running max like online's, is what suits columns.
+// naive keeps its textbook rows (it overflows on purpose).
+
+template <class T>
+inline constexpr bool kHasColumnKernel =
+    std::is_same_v<T, float> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
+
+struct ColumnSplit {
+  int inner = -1;                // the batch dimension of unit stride
+  std::int64_t width = 0;        // columns per panel
+  std::int64_t panels = 0;       // panels across the inner dimension
+  std::int64_t outer_count = 0;  // the other batch dimensions' elements
+};
+
+// Panel width: the widest whose input and output (`length` x width elements each; the
+// input alone for logsumexp) fit in half of L2, so that passes 2 to 4 read L2, not
+// memory; but rows of at least 4 KiB. A long axis (4096 along axis 0 leaves 32 f32
+// columns for half of L2) would otherwise read each row a few cache lines at a time,
+// a large stride apart: measured on the development VM, panels of 1024 columns that
+// stream from memory three times ran twice as fast as panels of 64 columns that fit in
+// L2 (docs/PERFORMANCE.md). The inner dimension is then cut into equal panels, rounded
+// up to whole cache lines (two threads then never write one line). The width depends
+// on the shape and the machine, never on the thread count; and results depend on
+// neither (each lane is one column, whatever panel it lands in).
+std::int64_t panel_width(Op op, std::int64_t length, std::int64_t element_bytes, std::int64_t inner_extent) {
+  constexpr std::int64_t kMinRowBytes = 4096;
+  const std::int64_t line = std::max<std::int64_t>(1, 64 / element_bytes);
+  const std::int64_t budget = std::max<std::int64_t>(machine().l2_bytes / 2, 4096);
+  const std::int64_t column_bytes = std::max<std::int64_t>(length, 1) * element_bytes * (op == Op::logsumexp ? 1 : 2);
+  const std::int64_t widest = std::max(kMinRowBytes / element_bytes, budget / column_bytes / line * line);
+  const std::int64_t panels = (inner_extent + widest - 1) / widest;
+  return std::min(inner_extent, ((inner_extent + panels - 1) / panels + line - 1) / line * line);
+}
+
+template <class T>
+std::optional<ColumnSplit> column_split(const detail::Problem& p, const detail::Plan& plan) {
+  if (!kHasColumnKernel<T> || plan.algorithm == Algorithm::naive) return std::nullopt;
+  // A contiguous axis is a row: the row kernels read it in order.
+  if (p.length > 1 && (p.x_axis_stride == 1 || p.x_axis_stride == -1)) return std::nullopt;
+  for (int d = 0; d < p.batch_rank; ++d) {
+    const auto k = static_cast<std::size_t>(d);
+    if (p.x_batch_strides[k] != 1 || p.y_batch_strides[k] != 1) continue;
+    ColumnSplit s;
+    s.inner = d;
+    s.width = panel_width(p.op, p.length, static_cast<std::int64_t>(sizeof(T)), p.batch_shape[k]);
+    s.panels = (p.batch_shape[k] + s.width - 1) / s.width;
+    s.outer_count = p.rows / p.batch_shape[k];
+    return s;
+  }
+  return std::nullopt;
+}
+
+// Panels [begin, end) of the outer_count x panels that the split makes, in order.
+template <class T>
+void run_panels(const detail::Problem& p, const ColumnSplit& split, const simd::ColumnParams& params,
+                std::int64_t begin, std::int64_t end) {
+  const auto* x = reinterpret_cast<const T*>(p.x);
+  auto* y = reinterpret_cast<T*>(p.y);
+  const std::int64_t inner_extent = p.batch_shape[static_cast<std::size_t>(split.inner)];
+  for (std::int64_t u = begin; u < end; ++u) {
+    std::int64_t rest = u / split.panels;
+    std::int64_t x_offset = 0;
+    std::int64_t y_offset = 0;
+    for (int d = p.batch_rank - 1; d >= 0; --d) {
+      if (d == split.inner) continue;
+      const auto k = static_cast<std::size_t>(d);
+      const std::int64_t index = rest % p.batch_shape[k];
+      rest /= p.batch_shape[k];
+      x_offset += index * p.x_batch_strides[k];
+      y_offset += index * p.y_batch_strides[k];
+    }
+    const std::int64_t first = (u % split.panels) * split.width;
+    simd::ColumnPanel<T> panel{x + x_offset + first, p.x_axis_stride, y + y_offset + first, p.y_axis_stride,
+                               static_cast<std::size_t>(std::min(split.width, inner_extent - first)),
+                               static_cast<std::size_t>(p.length)};
+    simd::columns(panel, params);
+  }
+}
+
+template <class T>
+void run_columns(const detail::Problem& p, const detail::Plan& plan, const ColumnSplit& split) {
+  if constexpr (kHasColumnKernel<T>) {
+    const simd::ColumnParams params{p.op, p.inv_temperature, p.all_masked};
+    const std::int64_t units = split.outer_count * split.panels;
+    const int threads = static_cast<int>(std::min<std::int64_t>(plan.threads, units));
+    if (threads <= 1) {
+      run_panels<T>(p, split, params, 0, units);
+      return;
+    }
+#pragma omp parallel num_threads(threads)
+    {
+      // A fixed contiguous share of the panels per thread; a panel's bits do not
+      // depend on which thread runs it.
+      const std::int64_t t = omp_get_thread_num();
+      const std::int64_t nt = omp_get_num_threads();
+      const std::int64_t share = units / nt;
+      const std::int64_t extra = units % nt;
+      const std::int64_t begin = t * share + std::min(t, extra);
+      run_panels<T>(p, split, params, begin, begin + share + (t < extra ? 1 : 0));
+    }
+  }
+}
+
 template <class T>
 void execute_typed(const detail::Problem& p, const detail::Plan& plan) {
+  if (const std::optional<ColumnSplit> split = column_split<T>(p, plan)) {
+    run_columns<T>(p, plan, *split);
+    return;
+  }
   const RowKernel<T> kernel = plan.chunk > 0 ? &split_row<T> : kernel_for<T>(plan.algorithm);
-  RowParams params{p.op, p.inv_temperature, p.all_masked, plan.order, plan.block, plan.chunk, 1};
+  RowParams params{p.op, p.inv_temperature, p.all_masked, plan.order, plan.block, plan.chunk, 1,
+                   plan.algorithm == Algorithm::fused};
   if (plan.chunk > 0 && p.rows < plan.threads) {
     // Fewer rows than threads: the threads share each row's chunks, one row at a time.
     params.row_threads = plan.threads;

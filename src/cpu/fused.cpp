@@ -10,70 +10,67 @@ namespace smax::cpu {
 
 namespace {
 
-// The on-chip buffer: kFusedMaxLength values (64 KiB of float for f32, f16 and bf16
-// rows, 128 KiB of double for f64), one per thread, allocated once. It fits the L2 of
-// every x86-64 and Arm server core.
+// The on-chip buffer of the 16-bit rows: kFusedMaxLength floats (64 KiB), one per
+// thread, allocated once. It fits the L2 of every x86-64 and Arm server core.
 template <class C>
 C* fused_buffer() {
   thread_local std::vector<C> buffer(static_cast<std::size_t>(kFusedMaxLength));
   return buffer.data();
 }
 
-// f32: the buffer holds the row as loaded, and the vectorised passes (passes.hpp)
-// run over it: max, sum of exp, then the write from the buffer.
-void fused_row_f32(const Row<float>& row, const RowParams& p) {
-  using C = Element<float>::Compute;
-  const std::int64_t n = row.n;
-  float* buf = fused_buffer<float>();
-  for (std::int64_t i = 0; i < n; ++i) buf[i] = row.x[i * row.x_stride];  // the only read of the row
-
+// f32, f16 and bf16 (contiguous rows; execute.cpp gathers the others): a short
+// softmax row is done in registers; otherwise the max, then
+// one pass that stores exp(z) and sums it, then a scaling pass, so each element's exp
+// is computed once. The exps go to y itself for f32 (nothing else is written), to
+// the float buffer for the 16-bit types. log_softmax and logsumexp need no exps kept:
+// their passes are the shared ones.
+template <class T>
+void fused_row_simd(const Row<T>& row, const RowParams& p) {
+  using C = typename Element<T>::Compute;
+  const auto n = static_cast<std::size_t>(row.n);
+  if (p.op == Op::softmax && n <= simd::f32_max_register_row() &&
+      simd::f32_softmax_rows_in_registers(row.x, 1, row.y, 1, 1, n, p.inv_t) == 1) {
+    return;
+  }
   Stats<C> s;
-  s.m = max_pass(buf, 1, 0, n, -std::numeric_limits<C>::infinity());
-  if (std::isfinite(s.m)) sum_exp_pass(buf, 1, 0, n, s.m, static_cast<C>(p.inv_t), PassOrder::forward, s.d);
-  const Row<float> from_buffer{buf, 1, row.y, row.y_stride, n};
-  finish_row(row, p, s, [&](const Normalizer<C>& f) { write_pass(from_buffer, 0, n, f, PassOrder::forward); });
+  s.m = static_cast<C>(simd::f32_rmax(row.x, n));
+  if (p.op != Op::softmax || !std::isfinite(s.m)) {
+    if (std::isfinite(s.m)) sum_exp_pass(row.x, 1, 0, row.n, s.m, static_cast<C>(p.inv_t), PassOrder::forward, s.d);
+    finish_row(row, p, s, [&](const Normalizer<C>& f) { write_pass(row, 0, row.n, f, PassOrder::forward); });
+    return;
+  }
+  float* e = nullptr;
+  if constexpr (std::is_same_v<T, float>) {
+    e = row.y;
+  } else {
+    e = fused_buffer<float>();
+  }
+  add_exp_sum(s.d, simd::f32_rstore_exp_minus_max(row.x, e, n, static_cast<float>(s.m), p.inv_t));
+  finish_row(row, p, s, [&](const Normalizer<C>& f) { simd::f32_vscale(e, row.y, n, static_cast<float>(f.scale)); });
 }
 
-// f64, f16, bf16: the buffer holds the compute type, and keeps exp(z) for the write.
-template <class T>
-void fused_row_scalar(const Row<T>& row, const RowParams& p) {
-  using C = typename Element<T>::Compute;
-  const C inv_t = static_cast<C>(p.inv_t);
-  const std::int64_t n = row.n;
-  C* buf = fused_buffer<C>();
-
-  // The only read of the row.
-  for (std::int64_t i = 0; i < n; ++i) buf[i] = Element<T>::template load<C>(row.x[i * row.x_stride]);
-
-  Stats<C> s;
-  s.m = max_pass(buf, 1, 0, n, -std::numeric_limits<C>::infinity());
-  if (std::isfinite(s.m) && p.op == Op::softmax) {
-    // Keep exp(z) in the buffer: the write below only scales it.
-    for (std::int64_t i = 0; i < n; ++i) {
-      buf[i] = std::exp((buf[i] - s.m) * inv_t);
-      s.d.add(static_cast<double>(buf[i]));
-    }
-  } else if (std::isfinite(s.m)) {
-    sum_exp_pass(buf, 1, 0, n, s.m, inv_t, PassOrder::forward, s.d);
+// f64: the same structure in double lanes (cpu/simd/f64_rows.hpp), the exps kept in y.
+void fused_row_f64(const Row<double>& row, const RowParams& p) {
+  const auto n = static_cast<std::size_t>(row.n);
+  Stats<double> s;
+  s.m = simd::f64_rmax(row.x, n);
+  if (p.op != Op::softmax || !std::isfinite(s.m)) {
+    if (std::isfinite(s.m)) sum_exp_pass(row.x, 1, 0, row.n, s.m, p.inv_t, PassOrder::forward, s.d);
+    finish_row(row, p, s, [&](const Normalizer<double>& f) { write_pass(row, 0, row.n, f, PassOrder::forward); });
+    return;
   }
-
-  // The only write of the row.
-  finish_row(row, p, s, [&](const Normalizer<C>& f) {
-    for (std::int64_t i = 0; i < n; ++i) {
-      const C v = p.op == Op::softmax ? buf[i] * f.scale : f(buf[i]);
-      row.y[i * row.y_stride] = Element<T>::template store<C>(v);
-    }
-  });
+  simd::f64_add_store_exp_minus_max(row.x, row.y, n, s.m, p.inv_t, s.d);
+  finish_row(row, p, s, [&](const Normalizer<double>& f) { simd::f64_vscale(row.y, row.y, n, f.scale); });
 }
 
 }  // namespace
 
 template <class T>
 void fused_row(const Row<T>& row, const RowParams& p) {
-  if constexpr (std::is_same_v<T, float>) {
-    fused_row_f32(row, p);
+  if constexpr (kSimdRows<T>) {
+    fused_row_simd(row, p);
   } else {
-    fused_row_scalar(row, p);
+    fused_row_f64(row, p);
   }
 }
 

@@ -32,20 +32,38 @@ Stats<C> lane_stats(const Row<T>& row, C inv_t) {
   return partial[0];
 }
 
-// Pass 1 for f32, whose passes are vectorised: the running (max, sum) advances a block
-// at a time. Each block's pair comes from the max and exp-sum passes while the block is
-// in L1, and merges into the running pair. Still one read of the row from memory.
+// Pass 1 for the types whose passes are vectorised: the running (max, sum) advances a
+// block at a time. Each block's pair comes from the max and exp-sum passes while the block is
+// in L1. Still one read of the row from memory.
+// As in OnlineLane, the running sum is kept against a reference point that moves only
+// when a block's max exceeds it by more than kRescaleThreshold (in units of T): each
+// block's sum is scaled to the reference once, and the running sum is only ever
+// rescaled by e^-8 or less. Merging block by block instead rescales the running sum at
+// every block whose max grew, one rounding each: on an ascending f64 row of 2^24 that
+// piled up to 1.6e-13 relative, beyond the f64 bar.
 inline constexpr std::int64_t kBlock = 2048;
 
-Stats<double> block_stats(const Row<float>& row, double inv_t) {
-  Stats<double> running;
+template <class T, class C = typename Element<T>::Compute>
+Stats<C> block_stats(const Row<T>& row, C inv_t) {
+  constexpr C kRescaleThreshold = detail::OnlineLane<C>::kRescaleThreshold;
+  Stats<C> running;  // running.d is relative to ref until the end
+  C ref = -std::numeric_limits<C>::infinity();
   for (std::int64_t begin = 0; begin < row.n; begin += kBlock) {
     const std::int64_t end = std::min(row.n, begin + kBlock);
-    Stats<double> block;
-    block.m = max_pass(row.x, row.x_stride, begin, end, -std::numeric_limits<double>::infinity());
-    if (std::isfinite(block.m)) sum_exp_pass(row.x, row.x_stride, begin, end, block.m, inv_t, PassOrder::forward, block.d);
-    running = detail::merge(running, block, inv_t);
+    Stats<C> block;
+    block.m = max_pass(row.x, row.x_stride, begin, end, -std::numeric_limits<C>::infinity());
+    running.m = nan_max(running.m, block.m);
+    // An all -inf block adds 0; a NaN or +inf decides the row through running.m.
+    if (!std::isfinite(block.m)) continue;
+    sum_exp_pass(row.x, row.x_stride, begin, end, block.m, inv_t, PassOrder::forward, block.d);
+    if ((block.m - ref) * inv_t > kRescaleThreshold) {
+      running.d.scale(std::exp(static_cast<double>((ref - block.m) * inv_t)));
+      ref = block.m;
+    }
+    block.d.scale(std::exp(static_cast<double>((block.m - ref) * inv_t)));  // exactly 1 when block.m == ref
+    running.d.add(block.d);
   }
+  if (std::isfinite(running.m)) running.d.scale(std::exp(static_cast<double>((ref - running.m) * inv_t)));
   return running;
 }
 
@@ -58,7 +76,7 @@ void online_row(const Row<T>& row, const RowParams& p) {
 
   // Pass 1: running max and rescaled running sum, in one read of the row.
   Stats<C> stats;
-  if constexpr (std::is_same_v<T, float>) {
+  if constexpr (kSimdRows<T> || kSimdF64<T>) {
     stats = block_stats(row, inv_t);
   } else {
     stats = lane_stats(row, inv_t);

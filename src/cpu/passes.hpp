@@ -11,6 +11,7 @@
 #include "cpu/element.hpp"
 #include "cpu/row.hpp"
 #include "cpu/simd/f32_rows.hpp"
+#include "cpu/simd/f64_rows.hpp"
 
 namespace smax::cpu {
 
@@ -18,21 +19,37 @@ using detail::ExactSum;
 using detail::nan_max;
 using detail::Stats;
 
-// Contiguous f32 rows (unit strides, T = float computed in C = double) go to the
-// vectorised kernels of cpu/simd/f32_rows.hpp, which meet the f32 bar; execute.cpp
-// gathers strided f32 rows, so the scalar loops below serve the other dtypes. (fused's float buffer for f16/bf16
-// rows stays scalar: their one-ulp bar at tiny outputs needs the subnormal exp terms
-// and the exact d - 1 that the scalar ExactSum keeps.)
-template <class C, class T>
-inline constexpr bool kSimdF32 = std::is_same_v<T, float> && std::is_same_v<C, double>;
+// Contiguous rows (unit strides) of f32, f16 and bf16 go to the vectorised kernels of
+// cpu/simd/f32_rows.hpp, which compute in float lanes (with the argument's rounding
+// error carried, and sums in double) and meet every dtype's bar; execute.cpp gathers
+// strided rows, so the scalar loops below are only a fallback for strided rows.
+template <class T>
+inline constexpr bool kSimdRows =
+    std::is_same_v<T, float> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
+
+// Contiguous f64 rows go to the vectorised kernels of cpu/simd/f64_rows.hpp, which
+// compute in double lanes with the argument's rounding error carried and add a
+// compensated sum into d.
+template <class T>
+inline constexpr bool kSimdF64 = std::is_same_v<T, double>;
+
+// Adds a vectorised pass's sum to d: the count of terms at the max first, so that
+// ExactSum::minus_one keeps the rest exactly.
+inline void add_exp_sum(ExactSum& d, const simd::ExpSum& s) {
+  d.add(static_cast<double>(s.at_max));
+  d.add(s.below_max);
+}
 
 // m = max(m, x[begin..end)), NaN-propagating.
 template <class C, class T>
 C max_pass(const T* x, std::ptrdiff_t stride, std::int64_t begin, std::int64_t end, C m) {
-  if constexpr (kSimdF32<C, T>) {
+  if constexpr (kSimdRows<T>) {
     if (stride == 1 && end > begin) {
       return nan_max(m, static_cast<C>(simd::f32_rmax(x + begin, static_cast<std::size_t>(end - begin))));
     }
+  }
+  if constexpr (kSimdF64<T>) {
+    if (stride == 1 && end > begin) return nan_max(m, simd::f64_rmax(x + begin, static_cast<std::size_t>(end - begin)));
   }
   for (std::int64_t i = begin; i < end; ++i) m = nan_max(m, Element<T>::template load<C>(x[i * stride]));
   return m;
@@ -43,11 +60,19 @@ C max_pass(const T* x, std::ptrdiff_t stride, std::int64_t begin, std::int64_t e
 template <class C, class T>
 void sum_exp_pass(const T* x, std::ptrdiff_t stride, std::int64_t begin, std::int64_t end, C m,
                   C inv_t, PassOrder order, ExactSum& d) {
-  if constexpr (kSimdF32<C, T>) {
-    // m is the max of float elements, so exact in float.
+  if constexpr (kSimdRows<T>) {
+    // m is the max of the row's elements, so exact in float.
     if (stride == 1 && end > begin) {
-      d.add(simd::f32_rsum_exp_minus_max(x + begin, static_cast<std::size_t>(end - begin), static_cast<float>(m),
-                                         static_cast<double>(inv_t), order == PassOrder::reverse));
+      add_exp_sum(d, simd::f32_rsum_exp_minus_max(x + begin, static_cast<std::size_t>(end - begin),
+                                                  static_cast<float>(m), static_cast<double>(inv_t),
+                                                  order == PassOrder::reverse));
+      return;
+    }
+  }
+  if constexpr (kSimdF64<T>) {
+    if (stride == 1 && end > begin) {
+      simd::f64_add_sum_exp_minus_max(x + begin, static_cast<std::size_t>(end - begin), m, inv_t,
+                                      order == PassOrder::reverse, d);
       return;
     }
   }
@@ -80,7 +105,7 @@ struct Normalizer {
 template <class C, class T>
 void write_pass(const Row<T>& row, std::int64_t begin, std::int64_t end, const Normalizer<C>& f,
                 PassOrder order) {
-  if constexpr (kSimdF32<C, T>) {
+  if constexpr (kSimdRows<T>) {
     if (row.x_stride == 1 && row.y_stride == 1 && end > begin) {
       const auto n = static_cast<std::size_t>(end - begin);
       const bool backward = order == PassOrder::reverse;
@@ -90,6 +115,18 @@ void write_pass(const Row<T>& row, std::int64_t begin, std::int64_t end, const N
       } else {
         simd::f32_softmax_normalize(row.x + begin, row.y + begin, n, static_cast<float>(f.m),
                                     static_cast<double>(f.inv_t), static_cast<float>(f.scale), backward);
+      }
+      return;
+    }
+  }
+  if constexpr (kSimdF64<T>) {
+    if (row.x_stride == 1 && row.y_stride == 1 && end > begin) {
+      const auto n = static_cast<std::size_t>(end - begin);
+      const bool backward = order == PassOrder::reverse;
+      if (f.op == Op::log_softmax) {
+        simd::f64_log_softmax_normalize(row.x + begin, row.y + begin, n, f.m, f.inv_t, f.log_d, backward);
+      } else {
+        simd::f64_softmax_normalize(row.x + begin, row.y + begin, n, f.m, f.inv_t, f.scale, backward);
       }
       return;
     }

@@ -28,6 +28,7 @@ struct RowParams {
   std::int64_t block = 0;                // tiled: elements per block
   std::int64_t chunk = 0;                // split rows: elements per chunk
   int row_threads = 1;                   // split rows: threads sharing one row
+  bool store_exps = false;               // split rows: fused over chunks (split_row.hpp)
 };
 
 }  // namespace smax::cpu

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "cpu/passes.hpp"
@@ -25,14 +26,25 @@ Share share_of(std::int64_t count, std::int64_t t, std::int64_t nt) {
   return {begin, begin + base + (t < extra ? 1 : 0)};
 }
 
+// Runs body(share, sync) on `threads` threads, each with its share of [0, count), in
+// one parallel region: sync() is a barrier between the passes, so a split row costs
+// one fork and join, not one per pass.
 template <class Body>
 void for_each_share(std::int64_t count, int threads, Body&& body) {
   if (threads <= 1) {
-    body(Share{0, count});
+    body(Share{0, count}, [] {});
     return;
   }
 #pragma omp parallel num_threads(threads)
-  body(share_of(count, omp_get_thread_num(), omp_get_num_threads()));
+  body(share_of(count, omp_get_thread_num(), omp_get_num_threads()), [] {
+#pragma omp barrier
+  });
+}
+
+// Fused over chunks needs y to hold float exps in place.
+template <class T>
+bool stores_exps(const Row<T>& row, const RowParams& p) {
+  return std::is_same_v<T, float> && p.store_exps && p.op == Op::softmax && row.x_stride == 1 && row.y_stride == 1;
 }
 
 }  // namespace
@@ -45,26 +57,69 @@ void split_row(const Row<T>& row, const RowParams& p) {
   const std::int64_t chunks = std::max<std::int64_t>(1, (row.n + chunk - 1) / chunk);
   auto begin = [&](std::int64_t c) { return c * chunk; };
   auto end = [&](std::int64_t c) { return std::min(row.n, (c + 1) * chunk); };
+  const bool store_exps = stores_exps(row, p);
 
   std::vector<Stats<C>> partial(static_cast<std::size_t>(chunks));
-  for_each_share(chunks, p.row_threads, [&](Share share) {
+  for_each_share(chunks, p.row_threads, [&](Share share, auto&& sync) {
+    // Pass 1: each chunk's (max, sum).
     for (std::int64_t c = share.begin; c < share.end; ++c) {
       Stats<C>& s = partial[static_cast<std::size_t>(c)];
       s.m = max_pass(row.x, row.x_stride, begin(c), end(c), -std::numeric_limits<C>::infinity());
-      if (std::isfinite(s.m)) sum_exp_pass(row.x, row.x_stride, begin(c), end(c), s.m, inv_t, PassOrder::forward, s.d);
+      if (!std::isfinite(s.m)) continue;
+      if constexpr (std::is_same_v<T, float>) {
+        if (store_exps) {
+          const auto n = static_cast<std::size_t>(end(c) - begin(c));
+          add_exp_sum(s.d, simd::f32_rstore_exp_minus_max(row.x + begin(c), row.y + begin(c), n,
+                                                          static_cast<float>(s.m), p.inv_t));
+          continue;
+        }
+      }
+      sum_exp_pass(row.x, row.x_stride, begin(c), end(c), s.m, inv_t, PassOrder::forward, s.d);
     }
-  });
-  for (std::int64_t width = 1; width < chunks; width *= 2) {
-    for (std::int64_t c = 0; c + width < chunks; c += 2 * width) {
-      partial[static_cast<std::size_t>(c)] =
-          detail::merge(partial[static_cast<std::size_t>(c)], partial[static_cast<std::size_t>(c + width)], inv_t);
-    }
-  }
+    sync();
 
-  finish_row(row, p, partial[0], [&](const Normalizer<C>& f) {
-    for_each_share(chunks, p.row_threads, [&](Share share) {
+    // The merge, pairwise in a fixed order. Every thread computes it (a few flops per
+    // chunk) rather than wait for one thread at a second barrier.
+    Stats<C> total;
+    {
+      std::vector<Stats<C>> level(partial);
+      for (std::size_t width = 1; width < level.size(); width *= 2) {
+        for (std::size_t c = 0; c + width < level.size(); c += 2 * width) {
+          level[c] = detail::merge(level[c], level[c + width], inv_t);
+        }
+      }
+      total = level[0];
+    }
+
+    // Pass 2 over this thread's share of the row: logsumexp's one value from the first
+    // thread; otherwise the outputs (or the non-finite fill) of its chunks.
+    if (p.op == Op::logsumexp) {
+      if (share.begin == 0) finish_row(row, p, total, [](const Normalizer<C>&) {});
+      return;
+    }
+    if (share.begin == share.end) return;
+    const Row<T> mine{row.x + begin(share.begin) * row.x_stride, row.x_stride, row.y + begin(share.begin) * row.y_stride,
+                      row.y_stride, end(share.end - 1) - begin(share.begin)};
+    finish_row(mine, p, total, [&](const Normalizer<C>& f) {
       for (std::int64_t k = 0; k < share.end - share.begin; ++k) {
         const std::int64_t c = p.order == PassOrder::reverse ? share.end - 1 - k : share.begin + k;
+        if constexpr (std::is_same_v<T, float>) {
+          if (store_exps) {
+            // The row max is finite here, so every chunk max is finite or -inf.
+            const double m_c = partial[static_cast<std::size_t>(c)].m;
+            const double factor = m_c == -std::numeric_limits<double>::infinity()
+                                      ? 0.0
+                                      : std::exp((m_c - static_cast<double>(f.m)) * p.inv_t) * static_cast<double>(f.scale);
+            float* y = row.y + begin(c);
+            const auto n = static_cast<std::size_t>(end(c) - begin(c));
+            if (factor == 0.0) {
+              std::fill(y, y + n, 0.0f);  // pass 1 stored nothing for an all -inf chunk
+            } else {
+              simd::f32_vscale(y, y, n, static_cast<float>(factor));
+            }
+            continue;
+          }
+        }
         write_pass(row, begin(c), end(c), f, p.order);
       }
     });

@@ -11,6 +11,10 @@ namespace smax::cpu {
 // fixed (pairwise) order. Pass 2 writes each chunk, last chunk first within each
 // thread's share, so that it starts on what that thread's cache still holds.
 // p.row_threads threads share the chunks; the arithmetic is the same for any count.
+//
+// With p.store_exps (fused over chunks: contiguous f32 softmax rows that fit in
+// cache), pass 1 also stores each chunk's exp(x - chunk max) in y, and pass 2 only
+// scales each chunk by exp(chunk max - row max) / sum: one exp per element, not two.
 template <class T>
 void split_row(const Row<T>& row, const RowParams& p);
 

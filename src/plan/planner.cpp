@@ -7,47 +7,40 @@ namespace {
 
 std::string kib(std::int64_t bytes) { return std::to_string(bytes >> 10) + " KiB"; }
 
-// Variant choice. The working set of one row is its input plus its output.
-// - Strided rows that fit: fused (below). Rows of kSplitMinLength or more: online
-//   over chunks. Contiguous f32 rows: safe, the variant with vectorised passes.
-// - Fits in half of L2 and in the fused buffer: fused, one read and one write.
+// Variant choice. The working set of one row is its input plus its output. Strided
+// rows are gathered into contiguous memory first (execute.cpp), so the layout does
+// not matter here.
+// - Fits in half of L2: fused. It reads the row from memory once and computes each
+//   exp once (stored, then scaled). Rows longer than fused's buffer run fused over
+//   chunks (f32 softmax: the exps are stored in the output itself), which threads
+//   can share.
+// - Rows of kSplitMinLength or more: online over chunks, each chunk read twice from
+//   cache, threads sharing the chunks.
 // - Fits in L2: safe; its three passes hit cache.
 // - Larger: online, which reads memory twice where the three-pass variants read it
 //   three times, with its output pass reversed to start on the cached tail.
 // logsumexp writes no row, so only the read counts.
-// A strided row (a non-last axis) puts each element on its own cache line, so every
-// pass costs a line per element: fused, which reads it once, wins whenever it fits.
-void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, std::int64_t axis_stride,
-                    const MachineInfo& m) {
+void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, const MachineInfo& m) {
   const std::int64_t row_bytes = length * static_cast<std::int64_t>(size_of(dtype)) * (op == Op::logsumexp ? 1 : 2);
   const std::string row = "row of " + std::to_string(length) + " elements (" + kib(row_bytes) + " in and out)";
-  // f32 rows are gathered into contiguous memory before they run (execute.cpp).
-  const bool strided = dtype != DType::f32 && axis_stride != 1 && axis_stride != -1 && length > 1;
-  if (strided && length <= kFusedMaxLength) {
+  const bool fits_half_l2 = row_bytes <= m.l2_bytes / 2;
+  if (fits_half_l2 && length <= kFusedMaxLength) {
     plan.algorithm = Algorithm::fused;
-    plan.reason = "strided " + row + " (stride " + std::to_string(axis_stride) +
-                  "): fused gathers it once into its buffer";
+    plan.reason = row + " fits in half of L2 (" + kib(m.l2_bytes) +
+                  "): fused reads it once, computes each exp once and writes it once";
+  } else if (fits_half_l2 && dtype == DType::f32 && op == Op::softmax) {
+    plan.algorithm = Algorithm::fused;
+    plan.chunk = kChunkLength;
+    plan.reason = row + " fits in half of L2 (" + kib(m.l2_bytes) + "): fused over chunks of " +
+                  std::to_string(kChunkLength) +
+                  " elements (each chunk's exps stored in the output, then scaled), merged in a fixed order, "
+                  "so threads can share the row";
   } else if (length >= kSplitMinLength) {
     plan.algorithm = Algorithm::online;
     plan.order = PassOrder::reverse;
     plan.chunk = kChunkLength;
-    plan.reason = (strided ? "strided " : "") + row + ": online over chunks of " + std::to_string(kChunkLength) +
+    plan.reason = row + ": online over chunks of " + std::to_string(kChunkLength) +
                   " elements, each read twice from cache and merged in a fixed order, so threads can share the row";
-  } else if (dtype == DType::f32) {
-    // Measured (docs/PERFORMANCE.md, microbenchmark): on cache-resident f32 rows safe's
-    // vectorised passes run at least as fast as fused, whose copy into its buffer costs
-    // more than the buffer saves.
-    plan.algorithm = Algorithm::safe;
-    plan.reason = "f32 " + row + (axis_stride != 1 ? " (strided: gathered once into a contiguous buffer)" : "") +
-                  ": safe's three vectorised passes, the later two from cache";
-  } else if (strided) {
-    plan.algorithm = Algorithm::online;
-    plan.order = PassOrder::reverse;
-    plan.reason = "strided " + row + " (stride " + std::to_string(axis_stride) +
-                  ") too long for fused: online reads it twice, not three times";
-  } else if (length <= kFusedMaxLength && row_bytes <= m.l2_bytes / 2) {
-    plan.algorithm = Algorithm::fused;
-    plan.reason = row + " fits in half of L2 (" + kib(m.l2_bytes) + "): fused reads it once and writes it once";
   } else if (row_bytes <= m.l2_bytes) {
     plan.algorithm = Algorithm::safe;
     plan.reason = row + " fits in L2 (" + kib(m.l2_bytes) + "): safe's three passes run from cache";
@@ -60,12 +53,12 @@ void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, std::in
 
 }  // namespace
 
-Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, std::int64_t axis_stride,
+Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, std::int64_t /*axis_stride*/,
                const Options& options, const MachineInfo& machine) {
   Plan plan;
   plan.order = options.pass_order;
   if (options.algorithm == Algorithm::automatic) {
-    choose_variant(plan, op, dtype, length, axis_stride, machine);
+    choose_variant(plan, op, dtype, length, machine);
   } else {
     plan.algorithm = options.algorithm;
     plan.reason = std::string(to_string(options.algorithm)) + " was asked for";

@@ -1,6 +1,8 @@
 // Each row stays on one thread, so the thread count must not change a single bit.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "accuracy.hpp"
 #include "nd_reference.hpp"
 #include "op_runner.hpp"
@@ -62,6 +64,69 @@ TEST_P(ThreadCounts, ASplitRowGivesIdenticalBitsOnAnyThreadCount) {
       }
       for (std::size_t i = 1; i < outputs.size(); ++i) EXPECT_TRUE(bitwise_equal(outputs[0], outputs[i])) << "run " << i;
       EXPECT_TRUE(matches_reference(op, outputs[0], reference_nd(op, x, options)));
+    }
+  }
+}
+
+// f32 softmax rows longer than fused's buffer that fit in cache run fused over chunks:
+// each chunk's exps are stored in the output and scaled once the row's (max, sum) is
+// known. Chunks that are all -inf store nothing and must come out as 0; a huge
+// offset and a temperature exercise the per-chunk rescaling.
+class FusedOverChunks : public SeededTest {};
+
+TEST_F(FusedOverChunks, GiveIdenticalBitsOnAnyThreadCountAndMeetTheBar) {
+  for (std::int64_t n : {std::int64_t{40001}, std::int64_t{100003}}) {
+    const std::vector<std::int64_t> shape{3, n};
+    TestTensor x(DType::f32, shape);
+    fill_normal(x, rng(), Distribution{1e4, 5.0});
+    for (std::int64_t i = n + 20000; i < n + 40000; ++i) x.set_at(i, -INFINITY);  // row 1: a whole chunk
+    x.set_at(2 * n + 5, 1e4 + 60.0);                                                // row 2: one dominant element
+    for (double temperature : {1.0, 3.5}) {
+      Options options;
+      options.temperature = temperature;
+      options.threads = 8;
+      SCOPED_TRACE("n=" + std::to_string(n) + " T=" + std::to_string(temperature));
+      const PlanInfo p = plan(Op::softmax, shape, DType::f32, options);
+      if (p.algorithm != Algorithm::fused || p.chunk_length == 0) GTEST_SKIP() << "not fused over chunks here: " << p.reason;
+      std::vector<TestTensor> outputs;
+      for (int threads : {1, 2, 3, 8}) {
+        options.threads = threads;
+        outputs.push_back(make_output(Op::softmax, x, options, Layout::contiguous));
+        run_op(Op::softmax, x.view(), outputs.back().mutable_view(), options);
+      }
+      for (std::size_t i = 1; i < outputs.size(); ++i) EXPECT_TRUE(bitwise_equal(outputs[0], outputs[i])) << "run " << i;
+      EXPECT_TRUE(matches_reference(Op::softmax, outputs[0], reference_nd(Op::softmax, x, options)));
+    }
+  }
+}
+
+// A non-last axis runs as column panels (execute.cpp), split over threads by
+// (outer index, panel); a panel's bits do not depend on the thread that runs it.
+// [7, 300, 60] along axis 1: one panel per outer index; [150, 2100] along axis 0: one
+// outer index, its 2100 columns cut into panels (three where L2 is 2 MiB).
+TEST_P(ThreadCounts, NonLastAxesGiveIdenticalBitsOnAnyThreadCount) {
+  const DType dtype = GetParam();
+  for (const auto& [shape, axis] : {std::pair{std::vector<std::int64_t>{7, 300, 60}, 1},
+                                    std::pair{std::vector<std::int64_t>{150, 2100}, 0}}) {
+    TestTensor x(dtype, shape);
+    fill_normal(x, rng(), random_distribution(rng()));
+    for (Op op : kAllOps) {
+      for (Algorithm algorithm : {Algorithm::automatic, Algorithm::online}) {
+        Options options;
+        options.axis = axis;
+        options.algorithm = algorithm;
+        options.threads = 3;
+        SCOPED_TRACE(describe(op, options) + " shape " + x.describe());
+        ASSERT_EQ(plan(op, shape, dtype, options).threads, 3) << "the shape is too small to use three threads";
+        std::vector<TestTensor> outputs;
+        for (int threads : {1, 2, 3, 8}) {
+          options.threads = threads;
+          outputs.push_back(make_output(op, x, options, Layout::contiguous));
+          run_op(op, x.view(), outputs.back().mutable_view(), options);
+        }
+        for (std::size_t i = 1; i < outputs.size(); ++i) EXPECT_TRUE(bitwise_equal(outputs[0], outputs[i])) << "run " << i;
+        EXPECT_TRUE(matches_reference(op, outputs[0], reference_nd(op, x, options)));
+      }
     }
   }
 }

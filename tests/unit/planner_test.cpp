@@ -35,14 +35,21 @@ TEST_F(Planner, SmallRowsAreFused) {
   EXPECT_EQ(p.rows, 64);
   EXPECT_EQ(p.length, 1000);
   EXPECT_FALSE(p.reason.empty());
-  // Strided rows are gathered once by fused (f32 rows are gathered before any variant).
-  EXPECT_EQ(plan(Op::softmax, shape, DType::f64, {.axis = 0}).algorithm, Algorithm::fused);
-  EXPECT_EQ(plan(Op::softmax, shape, DType::f32, {.axis = 0}).algorithm, Algorithm::safe);
+  for (DType dtype : kAllDTypes) {
+    for (int axis : {0, 1}) {
+      EXPECT_EQ(plan(Op::softmax, shape, dtype, {.axis = axis}).algorithm, Algorithm::fused) << to_string(dtype);
+    }
+  }
 }
 
-TEST_F(Planner, ContiguousF32RowsUseTheVectorisedPasses) {
-  const std::array<std::int64_t, 2> shape{64, 1000};
-  EXPECT_EQ(plan(Op::softmax, shape, DType::f32).algorithm, Algorithm::safe);
+TEST_F(Planner, F32SoftmaxRowsThatFitInCacheRunFusedOverChunks) {
+  const std::array<std::int64_t, 2> shape{1, 3 * kFusedMaxLength};
+  if (shape[1] * 8 > machine().l2_bytes / 2) GTEST_SKIP() << "L2 too small for this shape";
+  const PlanInfo p = plan(Op::softmax, shape, DType::f32);
+  EXPECT_EQ(p.algorithm, Algorithm::fused) << p.reason;
+  EXPECT_GT(p.chunk_length, 0) << p.reason;
+  // log_softmax keeps no exps: it has no fused-over-chunks form.
+  EXPECT_NE(plan(Op::log_softmax, shape, DType::f32).algorithm, Algorithm::fused);
 }
 
 TEST_F(Planner, RowsMuchLargerThanL2AreOnline) {
@@ -78,7 +85,7 @@ TEST_F(Planner, TinyProblemsUseOneThread) {
 
 TEST_F(Planner, ThreadsNeverExceedTheRowsOrTheRequest) {
   // Rows too short to split: at most one thread per row.
-  const std::array<std::int64_t, 2> two_rows{2, 60000};
+  const std::array<std::int64_t, 2> two_rows{2, 10000};
   Options many;
   many.threads = 16;
   EXPECT_LE(plan(Op::softmax, two_rows, DType::f32, many).threads, 2);

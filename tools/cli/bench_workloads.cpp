@@ -15,7 +15,7 @@ constexpr std::array<WorkloadInfo, 7> kWorkloads{{
     {"attention", "attention scores [batch, 16 heads, queries, keys], keys 128 to 8192, sized by --bytes (f32)", true},
     {"classify", "classifier logits: 256 x 1000 (f32)", true},
     {"axis", "non-last axis: [32, 81, 8732] axis 1, 4096 x 4096 axis 0, [8, 256, 56, 56] axis 1 (f32)", false},
-    {"long-row", "single rows of 2^22 to 2^26 elements (f32; 16 MiB to 256 MiB each)", false},
+    {"long-row", "single rows of 2^22 to 2^27 elements (f32; 16 MiB to 512 MiB each)", false},
     {"half", "bf16 and f16: 256 x 1000, 8 x 32000, 8 x 128256, sweep columns 1024, 16384, 262144, "
              "[8, 256, 56, 56] axis 1",
      false},
@@ -67,7 +67,7 @@ void add_axis(std::vector<Point>& points) {
 }
 
 void add_long_rows(std::vector<Point>& points) {
-  for (int log2 = 22; log2 <= 26; ++log2) points.push_back(last_axis("long-row", {std::int64_t{1} << log2}));
+  for (int log2 = 22; log2 <= 27; ++log2) points.push_back(last_axis("long-row", {std::int64_t{1} << log2}));
 }
 
 void add_half(std::vector<Point>& points, std::size_t bytes) {

@@ -1,5 +1,7 @@
 #include "help.hpp"
 
+#include "commands.hpp"
+
 namespace smax::cli {
 namespace {
 
@@ -9,6 +11,11 @@ Usage:
   smax softmax      IN.npy OUT.npy [options]   softmax along one axis
   smax log-softmax  IN.npy OUT.npy [options]   log-softmax along one axis
   smax logsumexp    IN.npy OUT.npy [options]   log(sum(exp(x))) over one axis
+  smax cross-entropy LOGITS.npy TARGETS.npy OUT.npy [options]
+                                               cross-entropy loss, its gradient
+  smax softmax-backward Y.npy DY.npy DX.npy [options]
+  smax log-softmax-backward LOG_Y.npy DY.npy DX.npy [options]
+                                               the backward passes
   smax info [options]                          the machine, and the plan for a shape
   smax demo                                    the variants side by side: accuracy and speed
   smax bench [options]                         every variant, a copy and other libraries: GB/s
@@ -135,7 +142,7 @@ Workloads (--workload, comma-separated; 'all' for every one):
   classify    256 x 1000
   axis        [32, 81, 8732] axis 1, 4096 x 4096 axis 0, [8, 256, 56, 56] axis 1
               (not in the default set: oneDNN takes seconds per call there)
-  long-row    single rows of 2^22 to 2^26 elements (not in the default set)
+  long-row    single rows of 2^22 to 2^27 elements (not in the default set)
   half        bf16 and f16: 256 x 1000, 8 x 32000, 8 x 128256, three sweep
               points and [8, 256, 56, 56] axis 1 (not in the default set)
 The default is sweep,vocab,attention,classify at 1 and all threads, with 16 MiB
@@ -195,6 +202,7 @@ std::optional<std::string_view> command_help(std::string_view command) {
   if (command == "demo") return kDemo;
   if (command == "bench") return kBench;
   if (command == "help") return kHelp;
+  if (auto text = training_help(command)) return text;
   return std::nullopt;
 }
 

@@ -47,6 +47,7 @@ int dispatch(const std::vector<std::string>& args) {
   if (command == "info") return smax::cli::run_info(rest);
   if (command == "demo") return smax::cli::run_demo(rest);
   if (command == "bench") return smax::cli::run_bench(rest);
+  if (smax::cli::is_training_command(command)) return smax::cli::run_training(command, rest);
   return smax::cli::run_operation(command, rest);
 }
 

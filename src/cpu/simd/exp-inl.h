@@ -2,12 +2,16 @@
 // ops and compiled once per target (the -inl.h convention: this header is included
 // again for every target by foreach_target.h, so its guard toggles).
 //
-// exp(z + z_lo) for z <= 88, where z_lo is a small low-order part of the argument
-// (the rounding error of computing z in float; 0 if there is none):
+// exp(z + z_lo) for z <= 0 (softmax's z = (x - max) / T), where z_lo is a small
+// low-order part of the argument (the rounding error of computing z in float; 0 if
+// there is none):
 //   n = round(z * log2(e))
 //   r = z - n * ln2_hi - n * ln2_lo + z_lo        (two-constant Cody-Waite)
 //   exp(r) = 1 + r + r^2 * p(r), p of degree 4    (a degree-6 polynomial)
 //   exp(z) = 2^n * exp(r), 2^n built from the exponent bits of n + 127.
+// n is rounded by adding 1.5 * 2^23 (the sum's last bit is worth 1), which also
+// leaves n in the low bits of the sum: no float-to-int conversion (whose overflow
+// fix-up costs several instructions on x86) is needed.
 // Results below the smallest normal float (z < kExpCutoff, about -87.3365) are 0 on
 // purpose: no subnormal results, and z = -inf (or any z_lo, even NaN, with such a z)
 // gives exactly 0. Error <= 1.01 ulp on [-87.3, 0] (tests/unit/simd_exp_exhaustive_test.cpp
@@ -35,28 +39,66 @@ namespace hn = hwy::HWY_NAMESPACE;
 // Below this, exp(z) < FLT_MIN: the result is flushed to 0.
 inline constexpr float kExpCutoff = -87.33654f;
 
-template <class D, class V = hn::Vec<D>>
-HWY_INLINE V ExpFlush(D d, V z, V z_lo) {
-  const hn::RebindToSigned<D> di;
-  // Clamping keeps n within [-127, 128], so n + 127 fits the exponent field; the
-  // lanes below the cutoff are zeroed at the end anyway.
-  const V zc = hn::Min(hn::Max(z, hn::Set(d, -88.0f)), hn::Set(d, 88.0f));
-  const V n = hn::Round(hn::Mul(zc, hn::Set(d, 1.44269502162933349609375f)));  // log2(e)
-  V r = hn::NegMulAdd(n, hn::Set(d, 0x1.62E4p-1f), zc);                      // ln2_hi
-  r = hn::NegMulAdd(n, hn::Set(d, 0x1.7F7D1Cp-20f), r);                      // ln2_lo
-  r = hn::Add(r, z_lo);
+// 1.5 * 2^23: adding it rounds a float of magnitude below 2^22 to an integer.
+inline constexpr float kRoundingShift = 12582912.0f;
 
+// n = round(z * log2(e)) as a float, and 2^(n + bias_adjust) built from the bits of
+// the rounding sum: its low bits hold n in two's complement, so adding the exponent
+// bias and shifting the sum left by 23 leaves exactly the exponent field.
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE void ScaleOf(D d, V zc, V& n, hn::Vec<hn::RebindToUnsigned<D>>& shifted) {
+  const hn::RebindToUnsigned<D> du;
+  const V t = hn::MulAdd(zc, hn::Set(d, 1.44269502162933349609375f), hn::Set(d, kRoundingShift));  // log2(e)
+  n = hn::Sub(t, hn::Set(d, kRoundingShift));
+  shifted = hn::BitCast(du, t);
+}
+
+// exp(r) - 1 for |r| <= 0.35, after the reduction of z + z_lo by n * ln2.
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE V ExpM1Reduced(D d, V zc, V z_lo, V n) {
+  V r = hn::NegMulAdd(n, hn::Set(d, 0x1.62E4p-1f), zc);  // ln2_hi
+  r = hn::NegMulAdd(n, hn::Set(d, 0x1.7F7D1Cp-20f), r);  // ln2_lo
+  r = hn::Add(r, z_lo);
   V p = hn::Set(d, 0x1.6a1a72p-10f);
   p = hn::MulAdd(p, r, hn::Set(d, 0x1.123fc6p-7f));
   p = hn::MulAdd(p, r, hn::Set(d, 0x1.555916p-5f));
   p = hn::MulAdd(p, r, hn::Set(d, 0x1.55548ap-3f));
   p = hn::MulAdd(p, r, hn::Set(d, 0x1.fffffcp-2f));
-  const V q = hn::MulAdd(p, hn::Mul(r, r), r);  // exp(r) - 1
+  return hn::MulAdd(p, hn::Mul(r, r), r);
+}
 
-  const auto biased = hn::Add(hn::ConvertTo(di, n), hn::Set(di, 127));
-  const V scale = hn::BitCast(d, hn::ShiftLeft<23>(biased));  // 2^n
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE V ExpFlush(D d, V z, V z_lo) {
+  const hn::RebindToUnsigned<D> du;
+  // Clamping keeps n >= -127, so n + 127 fits the exponent field; the lanes below
+  // the cutoff are zeroed at the end anyway.
+  const V zc = hn::Max(z, hn::Set(d, -88.0f));
+  V n;
+  hn::Vec<decltype(du)> t_bits;
+  ScaleOf(d, zc, n, t_bits);
+  const V q = ExpM1Reduced(d, zc, z_lo, n);
+  const V scale = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(t_bits, hn::Set(du, 127u))));  // 2^n
   const V y = hn::MulAdd(q, scale, scale);
   return hn::IfThenZeroElse(hn::Lt(z, hn::Set(d, kExpCutoff)), y);
+}
+
+// exp(z + z_lo) like ExpFlush, but results down to the smallest subnormal float are
+// kept (for bf16 outputs, whose subnormals are float's): below the normal range the
+// result is built 2^64 times too large and scaled down by one final multiply, the
+// only operation that sees a subnormal. Zero below exp(-104).
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE V ExpGradual(D d, V z, V z_lo) {
+  const hn::RebindToUnsigned<D> du;
+  const V zc = hn::Max(z, hn::Set(d, -104.0f));
+  V n;
+  hn::Vec<decltype(du)> t_bits;
+  ScaleOf(d, zc, n, t_bits);
+  const V q = ExpM1Reduced(d, zc, z_lo, n);
+  const auto below_normal = hn::Lt(n, hn::Set(d, -125.0f));  // (1 + q) * 2^n may be subnormal
+  const auto bias = hn::IfThenElse(hn::RebindMask(du, below_normal), hn::Set(du, 127u + 64u), hn::Set(du, 127u));
+  const V scale = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(t_bits, bias)));  // 2^n, or 2^(n + 64)
+  const V y = hn::IfThenZeroElse(hn::Lt(z, hn::Set(d, -104.0f)), hn::MulAdd(q, scale, scale));
+  return hn::IfThenElse(below_normal, hn::Mul(y, hn::Set(d, 0x1p-64f)), y);
 }
 
 }  // namespace smax::cpu::simd::HWY_NAMESPACE

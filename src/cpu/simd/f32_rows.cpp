@@ -1,12 +1,15 @@
-// The f32 row kernels of f32_rows.hpp, compiled for every target Highway offers
+// The row kernels of f32_rows.hpp, written once over the storage type (float, half,
+// bfloat16; see convert-inl.h), compiled for every target Highway offers
 // (foreach_target.h re-includes this file once per target) and dispatched at run
 // time with HWY_DYNAMIC_DISPATCH.
 #include "cpu/simd/f32_rows.hpp"
 
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #ifndef SMAX_CPU_SIMD_F32_ROWS_ONCE
 #define SMAX_CPU_SIMD_F32_ROWS_ONCE
@@ -42,6 +45,7 @@ inline InvT make_inv_t(double inv_t) {
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include "cpu/simd/convert-inl.h"
 #include "cpu/simd/exp-inl.h"
 #include "cpu/simd/walk-inl.h"
 
@@ -50,6 +54,7 @@ namespace smax::cpu::simd::HWY_NAMESPACE {
 
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
+using DI = hn::RebindToSigned<DF>;
 
 // The exact error of the float product p = a * b.
 HWY_INLINE VF ProductError(DF d, VF a, VF b, VF b_hi, VF b_lo, VF p) {
@@ -83,33 +88,42 @@ struct ArgConsts {
 
 // z + z_lo = (x - m) * (1/T) to about 2^-45 relative: s = x - m with its exact
 // error e (TwoSum), then s * inv_hi with its exact error, plus s * inv_lo + e * inv_hi.
-// z_lo is zeroed where it is not a small finite correction (x = -inf, or z far
-// outside the exp domain), so it never turns a result into NaN.
+// z_lo is NaN or large only where z is -inf or far below the exp domain, where
+// the exps return 0 whatever z_lo is; log_softmax masks it (LogArgument).
 template <bool kUnitT>
 HWY_INLINE void Argument(DF d, const ArgConsts& c, VF x, VF& z, VF& z_lo) {
   const VF s = hn::Add(x, c.neg_m);
   const VF bb = hn::Sub(s, x);
   const VF e = hn::Add(hn::Sub(x, hn::Sub(s, bb)), hn::Sub(c.neg_m, bb));
-  VF lo;
   if constexpr (kUnitT) {
     z = s;
-    lo = e;
+    z_lo = e;
   } else {
     z = hn::Mul(s, c.inv_hi);
-    lo = hn::Add(ProductError(d, s, c.inv_hi, c.inv_hi_a, c.inv_hi_b, z), hn::Mul(e, c.inv_hi));
-    lo = hn::MulAdd(s, c.inv_lo, lo);
+    const VF lo = hn::Add(ProductError(d, s, c.inv_hi, c.inv_hi_a, c.inv_hi_b, z), hn::Mul(e, c.inv_hi));
+    z_lo = hn::MulAdd(s, c.inv_lo, lo);
   }
-  z_lo = hn::IfThenElseZero(hn::Lt(hn::Abs(lo), hn::Set(d, 1.0f)), lo);
 }
 
-template <bool kUnitT>
+// exp(z + z_lo) for storage type T: bf16 keeps float's subnormals (its own).
+template <class T>
+HWY_INLINE VF ExpFor(DF d, VF z, VF z_lo) {
+  if constexpr (std::is_same_v<T, bfloat16>) {
+    return ExpGradual(d, z, z_lo);
+  } else {
+    return ExpFlush(d, z, z_lo);
+  }
+}
+
+template <class T, bool kUnitT>
 HWY_INLINE VF ExpOf(DF d, const ArgConsts& c, VF x) {
   VF z, z_lo;
   Argument<kUnitT>(d, c, x, z, z_lo);
-  return ExpFlush(d, z, z_lo);
+  return ExpFor<T>(d, z, z_lo);
 }
 
-float RMax(const float* x, std::size_t n) {
+template <class T>
+float RMax(const T* x, std::size_t n) {
   const DF d;
   const std::size_t N = hn::Lanes(d);
   const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
@@ -122,21 +136,19 @@ float RMax(const float* x, std::size_t n) {
   Walk<4>(
       d, n, false,
       [&](std::size_t i) {
-        take(m0, hn::LoadU(d, x + i));
-        take(m1, hn::LoadU(d, x + i + N));
-        take(m2, hn::LoadU(d, x + i + 2 * N));
-        take(m3, hn::LoadU(d, x + i + 3 * N));
+        take(m0, LoadF32(d, x + i));
+        take(m1, LoadF32(d, x + i + N));
+        take(m2, LoadF32(d, x + i + 2 * N));
+        take(m3, LoadF32(d, x + i + 3 * N));
       },
-      [&](std::size_t i) { take(m0, hn::LoadU(d, x + i)); },
-      [&](std::size_t i, std::size_t count) {
-        take(m1, LoadTail(d, x + i, count, hn::Set(d, -std::numeric_limits<float>::infinity())));
-      });
+      [&](std::size_t i) { take(m0, LoadF32(d, x + i)); },
+      [&](std::size_t i, std::size_t count) { take(m1, LoadTailF32(d, x + i, count, neg_inf)); });
   if (!hn::AllFalse(d, nan)) return std::numeric_limits<float>::quiet_NaN();
   const VF m = hn::Max(hn::Max(m0, m1), hn::Max(m2, m3));
   return hn::GetLane(hn::MaxOfLanes(d, m));
 }
 
-// Accumulates the float lanes of v into double lanes.
+// Float lanes accumulated into double lanes.
 #if HWY_TARGET == HWY_SCALAR
 using DD = hn::Rebind<double, DF>;
 HWY_INLINE void AddWide(DD dd, hn::Vec<DD>& lo, hn::Vec<DD>& /*hi*/, VF v) {
@@ -151,63 +163,179 @@ HWY_INLINE void AddWide(DD dd, hn::Vec<DD>& lo, hn::Vec<DD>& hi, VF v) {
 }
 #endif
 
-template <bool kUnitT>
-double RSumExpT(const float* x, std::size_t n, float m, const detail::InvT& inv, bool backward) {
+// The running ExpSum of a pass. Terms come in pairs, added in float (one rounding,
+// at most 2^-24 of the pair) before they widen into double accumulators: half the
+// widening work, and d stays within half a float ulp. With kSplitAtMax, terms at the
+// max (z == 0, exp exactly 1) are counted in integer lanes instead, so that d - 1
+// stays exact for log_softmax and logsumexp (ExpSum).
+template <bool kSplitAtMax>
+class SumLanes {
+ public:
+  SumLanes() : a0_(hn::Zero(dd_)), a1_(a0_), count_(hn::Zero(di_)) {}
+
+  HWY_INLINE void Add(VF e0, VF z0, VF e1, VF z1) { AddWide(dd_, a0_, a1_, hn::Add(Term(e0, z0), Term(e1, z1))); }
+  HWY_INLINE void Add(VF e, VF z) { AddWide(dd_, a0_, a1_, Term(e, z)); }
+
+  ExpSum Result() const {
+    ExpSum r;
+    r.below_max = hn::GetLane(hn::SumOfLanes(dd_, hn::Add(a0_, a1_)));
+    if constexpr (kSplitAtMax) {
+      HWY_ALIGN std::int32_t counts[kMaxVectorBytes / sizeof(std::int32_t)];
+      hn::Store(count_, di_, counts);
+      for (std::size_t i = 0; i < hn::Lanes(di_); ++i) r.at_max += counts[i];
+    }
+    return r;
+  }
+
+ private:
+  HWY_INLINE VF Term(VF e, VF z) {
+    if constexpr (kSplitAtMax) {
+      const auto at_max = hn::Eq(z, hn::Zero(d_));
+      count_ = hn::Sub(count_, hn::VecFromMask(di_, hn::RebindMask(di_, at_max)));  // a true lane is -1
+      return hn::IfThenZeroElse(at_max, e);
+    } else {
+      return e;
+    }
+  }
+
+  DF d_;
+  DD dd_;
+  DI di_;
+  hn::Vec<DD> a0_, a1_;
+  hn::Vec<DI> count_;
+};
+
+template <class T, bool kUnitT>
+ExpSum RSumExpT(const T* x, std::size_t n, float m, const detail::InvT& inv, bool backward) {
   const DF d;
-  const DD dd;
   const std::size_t N = hn::Lanes(d);
   const ArgConsts c(d, m, inv);
-  hn::Vec<DD> a0 = hn::Zero(dd), a1 = hn::Zero(dd), a2 = hn::Zero(dd), a3 = hn::Zero(dd);
-  Walk<2>(
+  const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
+  SumLanes<true> s0, s1;  // two independent chains
+  auto exp_of = [&](VF v, VF& z) {
+    VF z_lo;
+    Argument<kUnitT>(d, c, v, z, z_lo);
+    return ExpFor<T>(d, z, z_lo);
+  };
+  Walk<4>(
       d, n, backward,
       [&](std::size_t i) {
-        const VF e0 = ExpOf<kUnitT>(d, c, hn::LoadU(d, x + i));
-        const VF e1 = ExpOf<kUnitT>(d, c, hn::LoadU(d, x + i + N));
-        AddWide(dd, a0, a1, e0);
-        AddWide(dd, a2, a3, e1);
+        VF z0, z1, z2, z3;
+        const VF e0 = exp_of(LoadF32(d, x + i), z0);
+        const VF e1 = exp_of(LoadF32(d, x + i + N), z1);
+        const VF e2 = exp_of(LoadF32(d, x + i + 2 * N), z2);
+        const VF e3 = exp_of(LoadF32(d, x + i + 3 * N), z3);
+        s0.Add(e0, z0, e1, z1);
+        s1.Add(e2, z2, e3, z3);
       },
-      [&](std::size_t i) { AddWide(dd, a0, a1, ExpOf<kUnitT>(d, c, hn::LoadU(d, x + i))); },
+      [&](std::size_t i) {
+        VF z;
+        const VF e = exp_of(LoadF32(d, x + i), z);
+        s0.Add(e, z);
+      },
       [&](std::size_t i, std::size_t count) {
-        // -inf lanes give exp = 0 exactly.
-        AddWide(dd, a2, a3, ExpOf<kUnitT>(d, c, LoadTail(d, x + i, count, hn::Set(d, -std::numeric_limits<float>::infinity()))));
+        VF z;
+        const VF e = exp_of(LoadTailF32(d, x + i, count, neg_inf), z);  // -inf adds 0
+        s1.Add(e, z);
       });
-  const hn::Vec<DD> sum = hn::Add(hn::Add(a0, a1), hn::Add(a2, a3));
-  return hn::GetLane(hn::SumOfLanes(dd, sum));
+  const ExpSum r0 = s0.Result();
+  const ExpSum r1 = s1.Result();
+  return ExpSum{r0.at_max + r1.at_max, r0.below_max + r1.below_max};
 }
 
-double RSumExp(const float* x, std::size_t n, float m, const detail::InvT& inv, bool unit_t, bool backward) {
-  return unit_t ? RSumExpT<true>(x, n, m, inv, backward) : RSumExpT<false>(x, n, m, inv, backward);
+template <class T>
+ExpSum RSumExp(const T* x, std::size_t n, float m, const detail::InvT& inv, bool unit_t, bool backward) {
+  return unit_t ? RSumExpT<T, true>(x, n, m, inv, backward) : RSumExpT<T, false>(x, n, m, inv, backward);
 }
 
-// y = f(x) over [0, n), one vector at a time, forward or backward.
-template <class F>
-HWY_INLINE void Map(DF d, const float* x, float* y, std::size_t n, bool backward, F&& f) {
+// Only softmax stores exps, and its d needs no exact d - 1: no split at the max.
+template <class T, bool kUnitT>
+ExpSum RStoreExpT(const T* x, float* e, std::size_t n, float m, const detail::InvT& inv) {
+  const DF d;
+  const std::size_t N = hn::Lanes(d);
+  const ArgConsts c(d, m, inv);
+  SumLanes<false> s0, s1;
+  auto exp_of = [&](VF v, VF& z) {
+    VF z_lo;
+    Argument<kUnitT>(d, c, v, z, z_lo);
+    return ExpFor<T>(d, z, z_lo);
+  };
+  Walk<4>(
+      d, n, false,
+      [&](std::size_t i) {
+        VF z0, z1, z2, z3;
+        const VF e0 = exp_of(LoadF32(d, x + i), z0);
+        const VF e1 = exp_of(LoadF32(d, x + i + N), z1);
+        const VF e2 = exp_of(LoadF32(d, x + i + 2 * N), z2);
+        const VF e3 = exp_of(LoadF32(d, x + i + 3 * N), z3);
+        hn::StoreU(e0, d, e + i);
+        hn::StoreU(e1, d, e + i + N);
+        hn::StoreU(e2, d, e + i + 2 * N);
+        hn::StoreU(e3, d, e + i + 3 * N);
+        s0.Add(e0, z0, e1, z1);
+        s1.Add(e2, z2, e3, z3);
+      },
+      [&](std::size_t i) {
+        VF z;
+        const VF ev = exp_of(LoadF32(d, x + i), z);
+        hn::StoreU(ev, d, e + i);
+        s0.Add(ev, z);
+      },
+      [&](std::size_t i, std::size_t count) {
+        VF z;
+        const VF ev = exp_of(LoadTailF32(d, x + i, count, hn::Set(d, -std::numeric_limits<float>::infinity())), z);
+        StoreTail(d, ev, e + i, count);
+        s1.Add(ev, z);
+      });
+  const ExpSum r0 = s0.Result();
+  const ExpSum r1 = s1.Result();
+  return ExpSum{0, r0.below_max + r1.below_max};
+}
+
+template <class T>
+ExpSum RStoreExp(const T* x, float* e, std::size_t n, float m, const detail::InvT& inv, bool unit_t) {
+  return unit_t ? RStoreExpT<T, true>(x, e, n, m, inv) : RStoreExpT<T, false>(x, e, n, m, inv);
+}
+
+// y = f(x) over [0, n), x and y of storage types, one vector at a time.
+template <class TX, class TY, class F>
+HWY_INLINE void Map(DF d, const TX* x, TY* y, std::size_t n, bool backward, F&& f) {
   Walk<1>(
-      d, n, backward, [&](std::size_t i) { hn::StoreU(f(hn::LoadU(d, x + i)), d, y + i); },
-      [&](std::size_t i) { hn::StoreU(f(hn::LoadU(d, x + i)), d, y + i); },
-      [&](std::size_t i, std::size_t count) { StoreTail(d, f(LoadTail(d, x + i, count, hn::Zero(d))), y + i, count); });
+      d, n, backward, [&](std::size_t i) { StoreF32(d, f(LoadF32(d, x + i)), y + i); },
+      [&](std::size_t i) { StoreF32(d, f(LoadF32(d, x + i)), y + i); },
+      [&](std::size_t i, std::size_t count) {
+        StoreTailF32(d, f(LoadTailF32(d, x + i, count, hn::Zero(d))), y + i, count);
+      });
 }
 
-template <bool kUnitT>
-void SoftmaxNormalizeT(const float* x, float* y, std::size_t n, float m, const detail::InvT& inv, float scale,
+template <class T>
+void VScale(const float* e, T* y, std::size_t n, float scale) {
+  const DF d;
+  const VF vscale = hn::Set(d, scale);
+  Map(d, e, y, n, false, [&](VF v) { return hn::Mul(v, vscale); });
+}
+
+template <class T, bool kUnitT>
+void SoftmaxNormalizeT(const T* x, T* y, std::size_t n, float m, const detail::InvT& inv, float scale,
                        bool backward) {
   const DF d;
   const ArgConsts c(d, m, inv);
   const VF vscale = hn::Set(d, scale);
-  Map(d, x, y, n, backward, [&](VF v) { return hn::Mul(ExpOf<kUnitT>(d, c, v), vscale); });
+  Map(d, x, y, n, backward, [&](VF v) { return hn::Mul(ExpOf<T, kUnitT>(d, c, v), vscale); });
 }
 
-void SoftmaxNormalize(const float* x, float* y, std::size_t n, float m, const detail::InvT& inv, bool unit_t,
-                      float scale, bool backward) {
+template <class T>
+void SoftmaxNormalize(const T* x, T* y, std::size_t n, float m, const detail::InvT& inv, bool unit_t, float scale,
+                      bool backward) {
   if (unit_t) {
-    SoftmaxNormalizeT<true>(x, y, n, m, inv, scale, backward);
+    SoftmaxNormalizeT<T, true>(x, y, n, m, inv, scale, backward);
   } else {
-    SoftmaxNormalizeT<false>(x, y, n, m, inv, scale, backward);
+    SoftmaxNormalizeT<T, false>(x, y, n, m, inv, scale, backward);
   }
 }
 
-template <bool kUnitT>
-void LogSoftmaxNormalizeT(const float* x, float* y, std::size_t n, float m, const detail::InvT& inv, float log_d,
+template <class T, bool kUnitT>
+void LogSoftmaxNormalizeT(const T* x, T* y, std::size_t n, float m, const detail::InvT& inv, float log_d,
                           bool backward) {
   const DF d;
   const ArgConsts c(d, m, inv);
@@ -215,18 +343,118 @@ void LogSoftmaxNormalizeT(const float* x, float* y, std::size_t n, float m, cons
   Map(d, x, y, n, backward, [&](VF v) {
     VF z, z_lo;
     Argument<kUnitT>(d, c, v, z, z_lo);
+    // z_lo is a correction only where it is small (not for x = -inf).
+    z_lo = hn::IfThenElseZero(hn::Lt(hn::Abs(z_lo), hn::Set(d, 1.0f)), z_lo);
     return hn::Sub(hn::Add(z, z_lo), vlog_d);
   });
 }
 
-void LogSoftmaxNormalize(const float* x, float* y, std::size_t n, float m, const detail::InvT& inv, bool unit_t,
-                         float log_d, bool backward) {
+template <class T>
+void LogSoftmaxNormalize(const T* x, T* y, std::size_t n, float m, const detail::InvT& inv, bool unit_t, float log_d,
+                         bool backward) {
   if (unit_t) {
-    LogSoftmaxNormalizeT<true>(x, y, n, m, inv, log_d, backward);
+    LogSoftmaxNormalizeT<T, true>(x, y, n, m, inv, log_d, backward);
   } else {
-    LogSoftmaxNormalizeT<false>(x, y, n, m, inv, log_d, backward);
+    LogSoftmaxNormalizeT<T, false>(x, y, n, m, inv, log_d, backward);
   }
 }
+
+// Softmax of a row of at most kVectors vectors held in registers: one load and one
+// store per element, no second pass over memory. The same arithmetic as the fused
+// passes (pairs of terms added in float, widened into double lanes, 1 / d rounded to
+// float). Returns false, writing nothing, if the max is not finite (NaN, +inf, or an
+// all -inf row): the general path decides those rows.
+template <class T, std::size_t kVectors, bool kUnitT>
+bool SoftmaxInRegistersT(const T* x, T* y, std::size_t n, const detail::InvT& inv) {
+  const DF d;
+  const std::size_t N = hn::Lanes(d);
+  const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
+  VF v[kVectors];
+  const std::size_t full = n / N;
+  const std::size_t tail = n % N;
+  for (std::size_t k = 0; k < kVectors; ++k) {
+    v[k] = k < full ? LoadF32(d, x + k * N) : (k == full && tail > 0 ? LoadTailF32(d, x + k * N, tail, neg_inf) : neg_inf);
+  }
+  VF vmax = v[0];
+  auto nan = hn::IsNaN(v[0]);
+  for (std::size_t k = 1; k < kVectors; ++k) {
+    vmax = hn::Max(vmax, v[k]);
+    nan = hn::Or(nan, hn::IsNaN(v[k]));
+  }
+  const float m = hn::GetLane(hn::MaxOfLanes(d, vmax));
+  if (!hn::AllFalse(d, nan) || !std::isfinite(m)) return false;
+
+  const ArgConsts c(d, m, inv);
+  SumLanes<false> sum;
+  for (std::size_t k = 0; k < kVectors; k += 2) {
+    VF z0, z1, lo0, lo1;
+    Argument<kUnitT>(d, c, v[k], z0, lo0);
+    v[k] = ExpFor<T>(d, z0, lo0);
+    if (k + 1 < kVectors) {
+      Argument<kUnitT>(d, c, v[k + 1], z1, lo1);
+      v[k + 1] = ExpFor<T>(d, z1, lo1);
+      sum.Add(v[k], z0, v[k + 1], z1);
+    } else {
+      sum.Add(v[k], z0);
+    }
+  }
+  const VF scale = hn::Set(d, static_cast<float>(1.0 / sum.Result().below_max));
+  for (std::size_t k = 0; k < kVectors; ++k) {
+    if (k < full) {
+      StoreF32(d, hn::Mul(v[k], scale), y + k * N);
+    } else if (k == full && tail > 0) {
+      StoreTailF32(d, hn::Mul(v[k], scale), y + k * N, tail);
+    }
+  }
+  return true;
+}
+
+// The register budget: 16 vectors (256 floats with AVX-512, 128 with AVX2); larger
+// rows take the fused passes over L1.
+inline constexpr std::size_t kMaxRegisterVectors = 16;
+
+template <class T, bool kUnitT>
+bool SoftmaxInRegistersN(const T* x, T* y, std::size_t n, const detail::InvT& inv) {
+  const std::size_t N = hn::Lanes(DF());
+  if (n <= 2 * N) return SoftmaxInRegistersT<T, 2, kUnitT>(x, y, n, inv);
+  if (n <= 4 * N) return SoftmaxInRegistersT<T, 4, kUnitT>(x, y, n, inv);
+  if (n <= 8 * N) return SoftmaxInRegistersT<T, 8, kUnitT>(x, y, n, inv);
+  return SoftmaxInRegistersT<T, kMaxRegisterVectors, kUnitT>(x, y, n, inv);
+}
+
+// Rows one after another in one call: no dispatch or set-up per row, and the
+// out-of-order core overlaps one row's reductions with the next row's loads.
+template <class T, std::size_t kVectors, bool kUnitT>
+std::size_t RowsInRegistersT(const T* x, std::ptrdiff_t x_row_stride, T* y, std::ptrdiff_t y_row_stride,
+                             std::size_t rows, std::size_t n, const detail::InvT& inv) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    const auto offset = static_cast<std::ptrdiff_t>(r);
+    if (!SoftmaxInRegistersT<T, kVectors, kUnitT>(x + offset * x_row_stride, y + offset * y_row_stride, n, inv)) {
+      return r;
+    }
+  }
+  return rows;
+}
+
+template <class T, bool kUnitT>
+std::size_t RowsInRegistersN(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows,
+                             std::size_t n, const detail::InvT& inv) {
+  const std::size_t N = hn::Lanes(DF());
+  if (n <= 2 * N) return RowsInRegistersT<T, 2, kUnitT>(x, xs, y, ys, rows, n, inv);
+  if (n <= 4 * N) return RowsInRegistersT<T, 4, kUnitT>(x, xs, y, ys, rows, n, inv);
+  if (n <= 8 * N) return RowsInRegistersT<T, 8, kUnitT>(x, xs, y, ys, rows, n, inv);
+  return RowsInRegistersT<T, kMaxRegisterVectors, kUnitT>(x, xs, y, ys, rows, n, inv);
+}
+
+template <class T>
+std::size_t RowsInRegisters(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows,
+                            std::size_t n, const detail::InvT& inv, bool unit_t) {
+  if (n == 0 || n > kMaxRegisterVectors * hn::Lanes(DF())) return 0;
+  return unit_t ? RowsInRegistersN<T, true>(x, xs, y, ys, rows, n, inv)
+                : RowsInRegistersN<T, false>(x, xs, y, ys, rows, n, inv);
+}
+
+std::size_t MaxRegisterRow() { return kMaxRegisterVectors * hn::Lanes(DF()); }
 
 void ExpArray(const float* z, const float* z_lo, float* y, std::size_t n) {
   const DF d;
@@ -235,10 +463,48 @@ void ExpArray(const float* z, const float* z_lo, float* y, std::size_t n) {
       [&](std::size_t i) { hn::StoreU(ExpFlush(d, hn::LoadU(d, z + i), hn::LoadU(d, z_lo + i)), d, y + i); },
       [&](std::size_t i) { hn::StoreU(ExpFlush(d, hn::LoadU(d, z + i), hn::LoadU(d, z_lo + i)), d, y + i); },
       [&](std::size_t i, std::size_t count) {
-        StoreTail(d, ExpFlush(d, LoadTail(d, z + i, count, hn::Zero(d)), LoadTail(d, z_lo + i, count, hn::Zero(d))), y + i,
-                  count);
+        StoreTail(d, ExpFlush(d, LoadTail(d, z + i, count, hn::Zero(d)), LoadTail(d, z_lo + i, count, hn::Zero(d))),
+                  y + i, count);
       });
 }
+
+template <class T>
+void Convert(const T* x, float* wide, T* y, std::size_t n) {
+  const DF d;
+  Map(d, x, wide, n, false, [](VF v) { return v; });
+  Map(d, wide, y, n, false, [](VF v) { return v; });
+}
+
+// Plain names per storage type, for HWY_EXPORT.
+#define SMAX_ROW_KERNELS(Suffix, T)                                                                              \
+  float RMax##Suffix(const T* x, std::size_t n) { return RMax(x, n); }                                          \
+  ExpSum RSumExp##Suffix(const T* x, std::size_t n, float m, const detail::InvT& inv, bool unit_t, bool back) { \
+    return RSumExp(x, n, m, inv, unit_t, back);                                                                 \
+  }                                                                                                             \
+  ExpSum RStoreExp##Suffix(const T* x, float* e, std::size_t n, float m, const detail::InvT& inv, bool unit_t) { \
+    return RStoreExp(x, e, n, m, inv, unit_t);                                                                  \
+  }                                                                                                             \
+  void VScale##Suffix(const float* e, T* y, std::size_t n, float scale) { VScale(e, y, n, scale); }              \
+  std::size_t RowsInRegisters##Suffix(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows, \
+                                      std::size_t n, const detail::InvT& inv, bool unit_t) {                    \
+    return RowsInRegisters(x, xs, y, ys, rows, n, inv, unit_t);                                                 \
+  }                                                                                                             \
+  void SoftmaxNormalize##Suffix(const T* x, T* y, std::size_t n, float m, const detail::InvT& inv, bool unit_t,  \
+                                float scale, bool back) {                                                       \
+    SoftmaxNormalize(x, y, n, m, inv, unit_t, scale, back);                                                     \
+  }                                                                                                             \
+  void LogSoftmaxNormalize##Suffix(const T* x, T* y, std::size_t n, float m, const detail::InvT& inv,           \
+                                   bool unit_t, float log_d, bool back) {                                       \
+    LogSoftmaxNormalize(x, y, n, m, inv, unit_t, log_d, back);                                                  \
+  }
+
+SMAX_ROW_KERNELS(F32, float)
+SMAX_ROW_KERNELS(F16, half)
+SMAX_ROW_KERNELS(BF16, bfloat16)
+#undef SMAX_ROW_KERNELS
+
+void ConvertF16(const half* x, float* wide, half* y, std::size_t n) { Convert(x, wide, y, n); }
+void ConvertBF16(const bfloat16* x, float* wide, bfloat16* y, std::size_t n) { Convert(x, wide, y, n); }
 
 }  // namespace smax::cpu::simd::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -246,30 +512,62 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace smax::cpu::simd {
 
-HWY_EXPORT(RMax);
-HWY_EXPORT(RSumExp);
-HWY_EXPORT(SoftmaxNormalize);
-HWY_EXPORT(LogSoftmaxNormalize);
+#define SMAX_EXPORT_ROW_KERNELS(Suffix, T)                                                                        \
+  HWY_EXPORT(RMax##Suffix);                                                                                       \
+  HWY_EXPORT(RSumExp##Suffix);                                                                                    \
+  HWY_EXPORT(RStoreExp##Suffix);                                                                                  \
+  HWY_EXPORT(VScale##Suffix);                                                                                     \
+  HWY_EXPORT(RowsInRegisters##Suffix);                                                                            \
+  std::size_t f32_softmax_rows_in_registers(const T* x, std::ptrdiff_t x_row_stride, T* y,                        \
+                                            std::ptrdiff_t y_row_stride, std::size_t rows, std::size_t n,         \
+                                            double inv_t) {                                                       \
+    return HWY_DYNAMIC_DISPATCH(RowsInRegisters##Suffix)(x, x_row_stride, y, y_row_stride, rows, n,               \
+                                                         detail::make_inv_t(inv_t), inv_t == 1.0);                \
+  }                                                                                                               \
+  HWY_EXPORT(SoftmaxNormalize##Suffix);                                                                           \
+  HWY_EXPORT(LogSoftmaxNormalize##Suffix);                                                                        \
+  float f32_rmax(const T* x, std::size_t n) { return HWY_DYNAMIC_DISPATCH(RMax##Suffix)(x, n); }                  \
+  ExpSum f32_rsum_exp_minus_max(const T* x, std::size_t n, float m, double inv_t, bool backward) {                \
+    return HWY_DYNAMIC_DISPATCH(RSumExp##Suffix)(x, n, m, detail::make_inv_t(inv_t), inv_t == 1.0, backward);     \
+  }                                                                                                               \
+  ExpSum f32_rstore_exp_minus_max(const T* x, float* e, std::size_t n, float m, double inv_t) {                   \
+    return HWY_DYNAMIC_DISPATCH(RStoreExp##Suffix)(x, e, n, m, detail::make_inv_t(inv_t), inv_t == 1.0);          \
+  }                                                                                                               \
+  void f32_vscale(const float* e, T* y, std::size_t n, float scale) {                                             \
+    HWY_DYNAMIC_DISPATCH(VScale##Suffix)(e, y, n, scale);                                                         \
+  }                                                                                                               \
+  void f32_softmax_normalize(const T* x, T* y, std::size_t n, float m, double inv_t, float scale, bool backward) { \
+    HWY_DYNAMIC_DISPATCH(SoftmaxNormalize##Suffix)                                                                \
+    (x, y, n, m, detail::make_inv_t(inv_t), inv_t == 1.0, scale, backward);                                       \
+  }                                                                                                               \
+  void f32_log_softmax_normalize(const T* x, T* y, std::size_t n, float m, double inv_t, float log_d,             \
+                                 bool backward) {                                                                 \
+    HWY_DYNAMIC_DISPATCH(LogSoftmaxNormalize##Suffix)                                                             \
+    (x, y, n, m, detail::make_inv_t(inv_t), inv_t == 1.0, log_d, backward);                                       \
+  }
+
+SMAX_EXPORT_ROW_KERNELS(F32, float)
+SMAX_EXPORT_ROW_KERNELS(F16, half)
+SMAX_EXPORT_ROW_KERNELS(BF16, bfloat16)
+#undef SMAX_EXPORT_ROW_KERNELS
+
 HWY_EXPORT(ExpArray);
+HWY_EXPORT(MaxRegisterRow);
 
-float f32_rmax(const float* x, std::size_t n) { return HWY_DYNAMIC_DISPATCH(RMax)(x, n); }
-
-double f32_rsum_exp_minus_max(const float* x, std::size_t n, float m, double inv_t, bool backward) {
-  return HWY_DYNAMIC_DISPATCH(RSumExp)(x, n, m, detail::make_inv_t(inv_t), inv_t == 1.0, backward);
-}
-
-void f32_softmax_normalize(const float* x, float* y, std::size_t n, float m, double inv_t, float scale,
-                           bool backward) {
-  HWY_DYNAMIC_DISPATCH(SoftmaxNormalize)(x, y, n, m, detail::make_inv_t(inv_t), inv_t == 1.0, scale, backward);
-}
-
-void f32_log_softmax_normalize(const float* x, float* y, std::size_t n, float m, double inv_t, float log_d,
-                               bool backward) {
-  HWY_DYNAMIC_DISPATCH(LogSoftmaxNormalize)(x, y, n, m, detail::make_inv_t(inv_t), inv_t == 1.0, log_d, backward);
-}
+std::size_t f32_max_register_row() { return HWY_DYNAMIC_DISPATCH(MaxRegisterRow)(); }
+HWY_EXPORT(ConvertF16);
+HWY_EXPORT(ConvertBF16);
 
 void f32_exp_flush(const float* z, const float* z_lo, float* y, std::size_t n) {
   HWY_DYNAMIC_DISPATCH(ExpArray)(z, z_lo, y, n);
+}
+
+void f32_convert(const half* x, float* wide, half* y, std::size_t n) {
+  HWY_DYNAMIC_DISPATCH(ConvertF16)(x, wide, y, n);
+}
+
+void f32_convert(const bfloat16* x, float* wide, bfloat16* y, std::size_t n) {
+  HWY_DYNAMIC_DISPATCH(ConvertBF16)(x, wide, y, n);
 }
 
 }  // namespace smax::cpu::simd

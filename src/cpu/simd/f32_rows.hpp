@@ -1,35 +1,91 @@
-// Vectorised passes over contiguous f32 rows (unit stride), dispatched at run time
-// to the best Highway target the CPU supports (f32_rows.cpp). Plain functions over
-// a pointer and a length; each handles any n >= 0, any alignment, and its tail with
-// masked or buffered loads and stores (no scalar remainder loop).
+// Vectorised passes over contiguous rows (unit stride) of f32, f16 or bf16, all
+// computed in f32 lanes, dispatched at run time to the best Highway target the CPU
+// supports (f32_rows.cpp). Plain functions over a pointer and a length; each handles
+// any n >= 0, any alignment, and its tail with masked or buffered loads and stores
+// (no scalar remainder loop). T is float, half or bfloat16.
 //
 // Accuracy: the exp argument z = (x - m) / T is computed in float together with its
 // rounding error z_lo (the exact error of x - m, the exact error of the product by
 // 1/T, and 1/T carried as a double-float), and exp(z + z_lo) is evaluated to within
-// 1.01 ulp; sums accumulate in double lanes. See docs/ARCHITECTURE.md.
+// 1.01 ulp; sums add pairs of terms in float and accumulate them in double lanes. Results below the smallest normal float
+// flush to 0, except for bf16 rows, whose outputs reach float's subnormals.
+// See docs/ARCHITECTURE.md.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "smax/dtype.hpp"
+
 namespace smax::cpu::simd {
+
+// sum(exp((x[i] - m) * inv_t)), split so that d - 1 stays exact when the max
+// dominates: the elements equal to the max add exactly 1 each and are counted, the
+// others are summed in double. `at_max + below_max` is the sum.
+struct ExpSum {
+  std::int64_t at_max = 0;
+  double below_max = 0;
+};
 
 // max(x[0..n)), NaN if any element is NaN; -inf for n == 0.
 float f32_rmax(const float* x, std::size_t n);
+float f32_rmax(const half* x, std::size_t n);
+float f32_rmax(const bfloat16* x, std::size_t n);
 
-// sum(exp((x[i] - m) * inv_t)) over [0, n), in double. m must be finite and >= every
-// x[i]; elements equal to -inf add 0. `backward` walks from the end to the start.
-double f32_rsum_exp_minus_max(const float* x, std::size_t n, float m, double inv_t, bool backward);
+// The sum of exp((x[i] - m) * inv_t) over [0, n). m must be finite and >= every x[i];
+// elements equal to -inf add 0. `backward` walks from the end to the start.
+ExpSum f32_rsum_exp_minus_max(const float* x, std::size_t n, float m, double inv_t, bool backward);
+ExpSum f32_rsum_exp_minus_max(const half* x, std::size_t n, float m, double inv_t, bool backward);
+ExpSum f32_rsum_exp_minus_max(const bfloat16* x, std::size_t n, float m, double inv_t, bool backward);
+
+// The fused variant's middle pass: e[i] = exp((x[i] - m) * inv_t), and their sum
+// (all of it in below_max: softmax needs no exact d - 1). e may be x itself for
+// float rows.
+ExpSum f32_rstore_exp_minus_max(const float* x, float* e, std::size_t n, float m, double inv_t);
+ExpSum f32_rstore_exp_minus_max(const half* x, float* e, std::size_t n, float m, double inv_t);
+ExpSum f32_rstore_exp_minus_max(const bfloat16* x, float* e, std::size_t n, float m, double inv_t);
+
+// The whole softmax of short rows, each held in registers (each element read once
+// and written once), rows [0, rows) at the given row strides (elements). n must be at
+// most f32_max_register_row(). Returns the number of leading rows done: fewer than
+// `rows` where a row's max is not finite (NaN, +inf, all -inf), which is left
+// unwritten for the general path.
+std::size_t f32_softmax_rows_in_registers(const float* x, std::ptrdiff_t x_row_stride, float* y,
+                                          std::ptrdiff_t y_row_stride, std::size_t rows, std::size_t n, double inv_t);
+std::size_t f32_softmax_rows_in_registers(const half* x, std::ptrdiff_t x_row_stride, half* y,
+                                          std::ptrdiff_t y_row_stride, std::size_t rows, std::size_t n, double inv_t);
+std::size_t f32_softmax_rows_in_registers(const bfloat16* x, std::ptrdiff_t x_row_stride, bfloat16* y,
+                                          std::ptrdiff_t y_row_stride, std::size_t rows, std::size_t n, double inv_t);
+
+// The longest row the register kernels take on this CPU: 16 vectors (256 floats
+// with AVX-512, 128 with AVX2).
+std::size_t f32_max_register_row();
+
+// y[i] = e[i] * scale, rounded to y's type. y may be e itself for float rows.
+void f32_vscale(const float* e, float* y, std::size_t n, float scale);
+void f32_vscale(const float* e, half* y, std::size_t n, float scale);
+void f32_vscale(const float* e, bfloat16* y, std::size_t n, float scale);
 
 // y[i] = exp((x[i] - m) * inv_t) * scale. y may be x itself.
 void f32_softmax_normalize(const float* x, float* y, std::size_t n, float m, double inv_t, float scale,
+                           bool backward);
+void f32_softmax_normalize(const half* x, half* y, std::size_t n, float m, double inv_t, float scale, bool backward);
+void f32_softmax_normalize(const bfloat16* x, bfloat16* y, std::size_t n, float m, double inv_t, float scale,
                            bool backward);
 
 // y[i] = (x[i] - m) * inv_t - log_d. y may be x itself.
 void f32_log_softmax_normalize(const float* x, float* y, std::size_t n, float m, double inv_t, float log_d,
                                bool backward);
+void f32_log_softmax_normalize(const half* x, half* y, std::size_t n, float m, double inv_t, float log_d,
+                               bool backward);
+void f32_log_softmax_normalize(const bfloat16* x, bfloat16* y, std::size_t n, float m, double inv_t, float log_d,
+                               bool backward);
 
 // y[i] = exp(z[i] + z_lo[i]) with the kernels' exp (0 below the normal range); for tests.
 void f32_exp_flush(const float* z, const float* z_lo, float* y, std::size_t n);
+
+// x converted to float and back, through the kernels' loads and stores; for tests.
+void f32_convert(const half* x, float* wide, half* y, std::size_t n);
+void f32_convert(const bfloat16* x, float* wide, bfloat16* y, std::size_t n);
 
 }  // namespace smax::cpu::simd

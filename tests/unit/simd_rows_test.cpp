@@ -1,7 +1,7 @@
-// The vectorised f32 path (contiguous rows) through the public API, on every Highway
-// target this machine supports: the accuracy bar and the non-finite semantics at
-// lengths around every vector width, misaligned pointers, and agreement between
-// targets.
+// The vectorised row kernels (contiguous f32, f16 and bf16 rows, computed in float
+// lanes) through the public API, on every Highway target this machine supports: the
+// accuracy bar and the non-finite semantics at lengths around every vector width,
+// misaligned pointers, and agreement between targets.
 #include <gtest/gtest.h>
 #include <hwy/targets.h>
 
@@ -20,10 +20,10 @@ namespace smax::test {
 namespace {
 
 constexpr std::int64_t kLengths[] = {1, 2, 3, 5, 7, 15, 16, 17, 31, 33, 63, 65, 127, 129, 1000, 4097, 65537};
-constexpr Algorithm kSimdAlgorithms[] = {Algorithm::safe, Algorithm::tiled, Algorithm::online};
+constexpr Algorithm kSimdAlgorithms[] = {Algorithm::safe, Algorithm::fused, Algorithm::tiled, Algorithm::online};
 constexpr PassOrder kOrders[] = {PassOrder::reverse, PassOrder::forward};
 
-class SimdF32 : public SeededTest {
+class SimdRows : public SeededTest, public ::testing::WithParamInterface<DType> {
  protected:
   // Every op, algorithm and pass order on x, checked against the reference, on
   // every target.
@@ -36,6 +36,7 @@ class SimdF32 : public SeededTest {
           options.temperature = temperature;
           const Expected expected = reference_nd(op, x, options);
           for (Algorithm algorithm : kSimdAlgorithms) {
+            if (algorithm == Algorithm::fused && x.shape().back() > kFusedMaxLength) continue;
             for (PassOrder order : kOrders) {
               options.algorithm = algorithm;
               options.pass_order = order;
@@ -48,25 +49,25 @@ class SimdF32 : public SeededTest {
   }
 };
 
-TEST_F(SimdF32, RandomRowsAtEveryLengthMeetTheBar) {
+TEST_P(SimdRows, RandomRowsAtEveryLengthMeetTheBar) {
   std::uniform_real_distribution<double> offset(-50.0, 50.0);
   for (std::int64_t n : kLengths) {
     SCOPED_TRACE("n=" + std::to_string(n));
     for (double temperature : {1.0, 0.01, 100.0, 0.7}) {
-      TestTensor x(DType::f32, {2, n});
+      TestTensor x(GetParam(), {2, n});
       fill_normal(x, rng(), Distribution{offset(rng()), random_distribution(rng()).scale});
       check_everywhere(x, temperature);
     }
   }
 }
 
-TEST_F(SimdF32, NonFiniteRowsKeepTheirSemantics) {
+TEST_P(SimdRows, NonFiniteRowsKeepTheirSemantics) {
   const double inf = std::numeric_limits<double>::infinity();
   const double nan = std::numeric_limits<double>::quiet_NaN();
   for (std::int64_t n : {1, 7, 16, 17, 33, 1000}) {
     SCOPED_TRACE("n=" + std::to_string(n));
     // Rows: a NaN, a +inf, some -inf, all -inf, a NaN in the tail, +inf and -inf.
-    TestTensor x(DType::f32, {6, n});
+    TestTensor x(GetParam(), {6, n});
     fill_normal(x, rng(), Distribution{3.0, 2.0});
     x.set_at(0 * n + n / 2, nan);
     x.set_at(1 * n + n / 3, inf);
@@ -80,21 +81,21 @@ TEST_F(SimdF32, NonFiniteRowsKeepTheirSemantics) {
   }
 }
 
-TEST_F(SimdF32, MisalignedPointersWork) {
+TEST_P(SimdRows, MisalignedPointersWork) {
   for (std::int64_t n : {3, 17, 129, 4097}) {
-    TestTensor x(DType::f32, {3, n}, Layout::misaligned);
+    TestTensor x(GetParam(), {3, n}, Layout::misaligned);
     fill_normal(x, rng(), Distribution{-7.0, 4.0});
     check_everywhere(x, 1.0, Layout::misaligned);
     check_everywhere(x, 0.3, Layout::misaligned);
   }
 }
 
-TEST_F(SimdF32, InPlaceWorks) {
+TEST_P(SimdRows, InPlaceWorks) {
   for (std::int64_t target : simd_targets()) {
     SCOPED_TRACE(hwy::TargetName(target));
     with_target(target, [&] {
       for (Op op : {Op::softmax, Op::log_softmax}) {
-        TestTensor x(DType::f32, {2, 1001});
+        TestTensor x(GetParam(), {2, 1001});
         fill_normal(x, rng(), Distribution{1.0, 3.0});
         const Expected expected = reference_nd(op, x, Options{});
         run_op(op, x.view(), x.mutable_view(), Options{});
@@ -104,9 +105,9 @@ TEST_F(SimdF32, InPlaceWorks) {
   }
 }
 
-TEST_F(SimdF32, TargetsAgreeWithinTheBar) {
+TEST_P(SimdRows, TargetsAgreeWithinTheBar) {
   const std::vector<std::int64_t> targets = simd_targets();
-  TestTensor x(DType::f32, {4, 4099});
+  TestTensor x(GetParam(), {4, 4099});
   fill_normal(x, rng(), Distribution{10.0, 5.0});
   for (Op op : kAllOps) {
     for (double temperature : {1.0, 0.05}) {
@@ -122,13 +123,15 @@ TEST_F(SimdF32, TargetsAgreeWithinTheBar) {
         for (std::int64_t i = 0; i < outputs[0].numel(); ++i) {
           const long double a = outputs[0].at(i);
           const long double b = outputs[t].at(i);
-          ASSERT_LE(std::abs(a - b), 2 * tolerance(op, DType::f32, a))
+          ASSERT_LE(std::abs(a - b), 2 * tolerance(op, GetParam(), a))
               << hwy::TargetName(targets[0]) << " vs " << hwy::TargetName(targets[t]) << " at " << i;
         }
       }
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(DTypes, SimdRows, ::testing::Values(DType::f32, DType::f16, DType::bf16), dtype_test_name);
 
 }  // namespace
 }  // namespace smax::test

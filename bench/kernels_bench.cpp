@@ -1,0 +1,140 @@
+// Every vectorised row kernel of src/cpu/simd/ on every Highway target this machine
+// supports, one thread, cache-resident rows, beside a memcpy of the same bytes.
+// Names read kernel/storage/target/n, e.g. f32_rstore_exp_minus_max/bf16/AVX3/16384.
+// bytes_per_second counts what the kernel reads and writes once.
+//   build/release/bench/smax_bench_kernels --benchmark_repetitions=5
+//       --benchmark_report_aggregates_only=true --benchmark_filter=AVX3
+#include <benchmark/benchmark.h>
+#include <hwy/targets.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cpu/simd/f32_rows.hpp"
+#include "smax/dtype.hpp"
+
+namespace {
+
+using namespace smax;
+namespace simd = smax::cpu::simd;
+
+template <class T>
+T from_float(float v) {
+  if constexpr (std::is_same_v<T, half>) {
+    return to_half(v);
+  } else if constexpr (std::is_same_v<T, bfloat16>) {
+    return to_bfloat16(v);
+  } else {
+    return v;
+  }
+}
+
+template <class T>
+std::vector<T> random_row(std::size_t n) {
+  std::mt19937 gen(42);
+  std::normal_distribution<float> dist(0.0f, 3.0f);
+  std::vector<T> x(n);
+  for (T& v : x) v = from_float<T>(dist(gen));
+  return x;
+}
+
+template <class T>
+const char* storage_name() {
+  if constexpr (std::is_same_v<T, half>) return "f16";
+  if constexpr (std::is_same_v<T, bfloat16>) return "bf16";
+  return "f32";
+}
+
+// Runs body with dispatch restricted to `target`, counting `bytes` per iteration.
+template <class Body>
+void run_on(benchmark::State& state, std::int64_t target, std::int64_t bytes, Body&& body) {
+  hwy::SetSupportedTargetsForTest(target);
+  for (auto _ : state) {
+    body();
+    benchmark::ClobberMemory();
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  state.SetBytesProcessed(state.iterations() * bytes);
+}
+
+template <class T>
+void register_kernels(std::int64_t target, std::size_t n) {
+  const std::string suffix = std::string("/") + storage_name<T>() + "/" + hwy::TargetName(target) + "/" +
+                             std::to_string(n);
+  const auto row_bytes = static_cast<std::int64_t>(n * sizeof(T));
+  const float m = 30.0f;  // above every normal(0, 3) sample of these rows
+  auto add = [&](const std::string& name, auto body) {
+    benchmark::RegisterBenchmark((name + suffix).c_str(), body);
+  };
+  add("f32_rmax", [=](benchmark::State& state) {
+    const auto x = random_row<T>(n);
+    float sink = 0;
+    run_on(state, target, row_bytes, [&] { sink += simd::f32_rmax(x.data(), n); });
+    benchmark::DoNotOptimize(sink);
+  });
+  add("f32_rsum_exp_minus_max", [=](benchmark::State& state) {
+    const auto x = random_row<T>(n);
+    double sink = 0;
+    run_on(state, target, row_bytes,
+           [&] { sink += simd::f32_rsum_exp_minus_max(x.data(), n, m, 1.0, false).below_max; });
+    benchmark::DoNotOptimize(sink);
+  });
+  add("f32_rstore_exp_minus_max", [=](benchmark::State& state) {
+    const auto x = random_row<T>(n);
+    std::vector<float> e(n);
+    double sink = 0;
+    run_on(state, target, row_bytes + static_cast<std::int64_t>(n * sizeof(float)),
+           [&] { sink += simd::f32_rstore_exp_minus_max(x.data(), e.data(), n, m, 1.0).below_max; });
+    benchmark::DoNotOptimize(sink);
+  });
+  add("f32_vscale", [=](benchmark::State& state) {
+    const std::vector<float> e = random_row<float>(n);
+    std::vector<T> y(n);
+    run_on(state, target, static_cast<std::int64_t>(n * sizeof(float)) + row_bytes,
+           [&] { simd::f32_vscale(e.data(), y.data(), n, 0.5f); });
+  });
+  add("f32_softmax_normalize", [=](benchmark::State& state) {
+    const auto x = random_row<T>(n);
+    std::vector<T> y(n);
+    run_on(state, target, 2 * row_bytes,
+           [&] { simd::f32_softmax_normalize(x.data(), y.data(), n, m, 1.0, 0.5f, false); });
+  });
+  add("f32_log_softmax_normalize", [=](benchmark::State& state) {
+    const auto x = random_row<T>(n);
+    std::vector<T> y(n);
+    run_on(state, target, 2 * row_bytes,
+           [&] { simd::f32_log_softmax_normalize(x.data(), y.data(), n, m, 1.0, 0.5f, false); });
+  });
+}
+
+void register_all() {
+  for (std::size_t n : {std::size_t{1024}, std::size_t{16384}, std::size_t{1} << 18}) {
+    benchmark::RegisterBenchmark(("memcpy/f32/" + std::to_string(n)).c_str(), [n](benchmark::State& state) {
+      const auto x = random_row<float>(n);
+      std::vector<float> y(n);
+      for (auto _ : state) {
+        std::memcpy(y.data(), x.data(), n * sizeof(float));
+        benchmark::ClobberMemory();
+      }
+      state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(2 * n * sizeof(float)));
+    });
+    for (std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
+      register_kernels<float>(target, n);
+      register_kernels<half>(target, n);
+      register_kernels<bfloat16>(target, n);
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  register_all();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,176 @@
+// Loads of f32, f16 and bf16 storage into f32 lanes, and stores back with round to
+// nearest, ties to even: the one place the 16-bit formats meet the kernels, so that
+// every kernel computes in float whatever it reads and writes. Bit-exact with the
+// scalar conversions of smax/dtype.hpp (tests/unit/simd_convert_test.cpp).
+//
+// Why not Highway's own: in Highway 1.0.3, DemoteTo(bf16) truncates, and the
+// emulated f16 conversions (targets without F16C) truncate and do not map inf and
+// NaN. x86 AVX2 and AVX-512 convert f16 in hardware (F16C: round to nearest even,
+// NaN kept quiet, as to_half does); every other target uses the integer code below.
+
+#if defined(SMAX_CPU_SIMD_CONVERT_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef SMAX_CPU_SIMD_CONVERT_INL_H_
+#undef SMAX_CPU_SIMD_CONVERT_INL_H_
+#else
+#define SMAX_CPU_SIMD_CONVERT_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstdint>
+
+#include <hwy/highway.h>
+
+#include "cpu/simd/walk-inl.h"
+#include "smax/dtype.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace smax::cpu::simd::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+inline constexpr bool kHardwareF16 = HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2;
+
+// f16 bits (in u32 lanes) to f32.
+template <class DF, class DU = hn::RebindToUnsigned<DF>>
+HWY_INLINE hn::Vec<DF> F16BitsToF32(DF df, hn::Vec<DU> h) {
+  const DU du;
+  const hn::RebindToSigned<DF> di;
+  const auto sign = hn::ShiftLeft<16>(hn::And(h, hn::Set(du, 0x8000u)));
+  const auto exponent = hn::And(hn::ShiftRight<10>(h), hn::Set(du, 0x1Fu));
+  const auto mantissa = hn::And(h, hn::Set(du, 0x3FFu));
+  const auto normal = hn::Or(hn::ShiftLeft<23>(hn::Add(exponent, hn::Set(du, 112u))), hn::ShiftLeft<13>(mantissa));
+  const auto special = hn::Or(hn::Set(du, 0x7F800000u), hn::ShiftLeft<13>(mantissa));  // inf, NaN
+  const auto subnormal =
+      hn::BitCast(du, hn::Mul(hn::ConvertTo(df, hn::BitCast(di, mantissa)), hn::Set(df, 0x1p-24f)));
+  auto bits = hn::IfThenElse(hn::Eq(exponent, hn::Zero(du)), subnormal, normal);
+  bits = hn::IfThenElse(hn::Eq(exponent, hn::Set(du, 0x1Fu)), special, bits);
+  return hn::BitCast(df, hn::Or(bits, sign));
+}
+
+// f32 to f16 bits (in u32 lanes), as to_half does it.
+template <class DF, class DU = hn::RebindToUnsigned<DF>>
+HWY_INLINE hn::Vec<DU> F32ToF16Bits(DF df, hn::Vec<DF> v) {
+  const DU du;
+  const hn::RebindToSigned<DF> di;
+  const auto x = hn::BitCast(du, v);
+  const auto sign = hn::And(hn::ShiftRight<16>(x), hn::Set(du, 0x8000u));
+  const auto ax = hn::And(x, hn::Set(du, 0x7FFFFFFFu));
+  const auto axi = hn::BitCast(di, ax);  // < 2^31: signed compares are safe
+  // Normal range: rebias the exponent, round on the 13 dropped bits, ties to even.
+  auto rebiased = hn::Sub(ax, hn::Set(du, 0x38000000u));
+  rebiased = hn::Add(rebiased, hn::Add(hn::Set(du, 0xFFFu), hn::And(hn::ShiftRight<13>(rebiased), hn::Set(du, 1u))));
+  auto bits = hn::ShiftRight<13>(rebiased);
+  // Below 2^-14: a multiple of 2^-24; Round rounds ties to even.
+  const auto scaled = hn::Round(hn::Mul(hn::BitCast(df, ax), hn::Set(df, 0x1p24f)));
+  const auto subnormal = hn::BitCast(du, hn::ConvertTo(di, scaled));
+  bits = hn::IfThenElse(hn::RebindMask(du, hn::Lt(axi, hn::Set(di, 0x38800000))), subnormal, bits);
+  bits = hn::IfThenElse(hn::RebindMask(du, hn::Gt(axi, hn::Set(di, 0x477FEFFF))), hn::Set(du, 0x7C00u), bits);
+  const auto nan = hn::Or(hn::Set(du, 0x7E00u), hn::And(hn::ShiftRight<13>(ax), hn::Set(du, 0x3FFu)));
+  bits = hn::IfThenElse(hn::RebindMask(du, hn::Gt(axi, hn::Set(di, 0x7F800000))), nan, bits);
+  return hn::Or(bits, sign);
+}
+
+// f32 to bf16 bits (in u32 lanes), as to_bfloat16 does it.
+template <class DF, class DU = hn::RebindToUnsigned<DF>>
+HWY_INLINE hn::Vec<DU> F32ToBF16Bits(DF /*df*/, hn::Vec<DF> v) {
+  const DU du;
+  const auto x = hn::BitCast(du, v);
+  const auto rounded =
+      hn::ShiftRight<16>(hn::Add(x, hn::Add(hn::Set(du, 0x7FFFu), hn::And(hn::ShiftRight<16>(x), hn::Set(du, 1u)))));
+  const auto quiet_nan = hn::Or(hn::ShiftRight<16>(x), hn::Set(du, 0x40u));
+  return hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), quiet_nan, rounded);
+}
+
+// u16 lanes of DF's lane count, and their widening/narrowing to u32.
+template <class DF>
+using D16 = hn::Rebind<std::uint16_t, DF>;
+
+template <class DF>
+HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> Widen(DF /*df*/, hn::Vec<D16<DF>> h) {
+  return hn::PromoteTo(hn::RebindToUnsigned<DF>(), h);
+}
+
+template <class DF>
+HWY_INLINE hn::Vec<D16<DF>> Narrow(DF /*df*/, hn::Vec<hn::RebindToUnsigned<DF>> bits) {
+  // Every value is below 2^16, so the signed saturating demotion keeps it.
+  return hn::DemoteTo(D16<DF>(), hn::BitCast(hn::RebindToSigned<DF>(), bits));
+}
+
+template <class DF>
+HWY_INLINE hn::Vec<DF> ToF32(DF df, hn::Vec<D16<DF>> h, const half*) {
+  if constexpr (kHardwareF16) {
+    return hn::PromoteTo(df, hn::BitCast(hn::Rebind<hwy::float16_t, DF>(), h));
+  } else {
+    return F16BitsToF32(df, Widen(df, h));
+  }
+}
+
+template <class DF>
+HWY_INLINE hn::Vec<DF> ToF32(DF df, hn::Vec<D16<DF>> h, const bfloat16*) {
+  return hn::BitCast(df, hn::ShiftLeft<16>(Widen(df, h)));
+}
+
+template <class DF>
+HWY_INLINE hn::Vec<D16<DF>> FromF32(DF df, hn::Vec<DF> v, const half*) {
+  if constexpr (kHardwareF16) {
+    return hn::BitCast(D16<DF>(), hn::DemoteTo(hn::Rebind<hwy::float16_t, DF>(), v));
+  } else {
+    return Narrow(df, F32ToF16Bits(df, v));
+  }
+}
+
+template <class DF>
+HWY_INLINE hn::Vec<D16<DF>> FromF32(DF df, hn::Vec<DF> v, const bfloat16*) {
+  return Narrow(df, F32ToBF16Bits(df, v));
+}
+
+inline const std::uint16_t* Bits(const half* p) { return reinterpret_cast<const std::uint16_t*>(p); }
+inline const std::uint16_t* Bits(const bfloat16* p) { return reinterpret_cast<const std::uint16_t*>(p); }
+inline std::uint16_t* Bits(half* p) { return reinterpret_cast<std::uint16_t*>(p); }
+inline std::uint16_t* Bits(bfloat16* p) { return reinterpret_cast<std::uint16_t*>(p); }
+
+// Lanes(df) elements at p, as float.
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadF32(DF df, const float* p) {
+  return hn::LoadU(df, p);
+}
+template <class DF, class T>
+HWY_INLINE hn::Vec<DF> LoadF32(DF df, const T* p) {
+  return ToF32(df, hn::LoadU(D16<DF>(), Bits(p)), p);
+}
+
+// The `count` (< Lanes) elements at p as float, the other lanes `fill`.
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadTailF32(DF df, const float* p, std::size_t count, hn::Vec<DF> fill) {
+  return LoadTail(df, p, count, fill);
+}
+template <class DF, class T>
+HWY_INLINE hn::Vec<DF> LoadTailF32(DF df, const T* p, std::size_t count, hn::Vec<DF> fill) {
+  const D16<DF> d16;
+  const hn::Vec<DF> v = ToF32(df, LoadTail(d16, Bits(p), count, hn::Zero(d16)), p);
+  return hn::IfThenElse(hn::FirstN(df, count), v, fill);
+}
+
+// Stores Lanes(df) floats at p, rounded to T.
+template <class DF>
+HWY_INLINE void StoreF32(DF df, hn::Vec<DF> v, float* p) {
+  hn::StoreU(v, df, p);
+}
+template <class DF, class T>
+HWY_INLINE void StoreF32(DF df, hn::Vec<DF> v, T* p) {
+  hn::StoreU(FromF32(df, v, p), D16<DF>(), Bits(p));
+}
+
+// Stores the first `count` (< Lanes) lanes of v at p, rounded to T.
+template <class DF>
+HWY_INLINE void StoreTailF32(DF df, hn::Vec<DF> v, float* p, std::size_t count) {
+  StoreTail(df, v, p, count);
+}
+template <class DF, class T>
+HWY_INLINE void StoreTailF32(DF df, hn::Vec<DF> v, T* p, std::size_t count) {
+  StoreTail(D16<DF>(), FromF32(df, v, p), Bits(p), count);
+}
+
+}  // namespace smax::cpu::simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // SMAX_CPU_SIMD_CONVERT_INL_H_

@@ -1,0 +1,65 @@
+// Vectorised softmax along a non-last axis, without transposing: the lanes run across
+// the contiguous inner dimension, so each lane is one column (one softmax) and each
+// vector load takes one element of Lanes() neighbouring columns. The unit of work is a
+// panel: `width` adjacent columns by `length` elements along the axis, whose rows are
+// contiguous; execute.cpp sizes it so that its input and output stay in L2 between
+// the passes where the axis is short enough.
+//
+// Per panel (f32_columns.cpp), each pass walking the panel a row at a time, in blocks
+// of kColumnBlockRows rows whose per-column state stays in registers:
+//  1. The max of every column (NaNs noted apart).
+//  2. The sum of exp((x - m) / T): elements equal to the max add exactly 1 and are
+//     counted apart from the others, which are summed in double lanes, so d - 1 is
+//     exact where the max dominates its column (as ExactSum::minus_one keeps it for
+//     rows). f32 softmax stores each exp term in y.
+//  3. Per column, vectorised: finish_row's non-finite cases (a NaN or +inf: NaN; all
+//     -inf: the AllMasked policy), 1/d, or log(d) = log1p(d - 1) in double;
+//     logsumexp writes m / T + log(d) here and stops.
+//  4. Output, last row first (the rows read last are the likeliest still in cache):
+//     f32 softmax scales the terms in y by 1/d (one exp per element in all); 16-bit
+//     softmax computes exp((x - m) / T) / d again; log-softmax (x - m) / T - log(d).
+// The exp argument carries its rounding error (argument-inl.h), as in the row kernels.
+//
+// Every lane does the same arithmetic whatever panel, vector width or thread it lands
+// in, so results do not depend on the panel width or the thread count (they may
+// differ between Highway targets, within the bar).
+#pragma once
+
+#include <cstddef>
+
+#include "smax/dtype.hpp"
+#include "smax/info.hpp"
+#include "smax/options.hpp"
+
+namespace smax::cpu::simd {
+
+// Rows of a panel that the statistics pass holds in registers at once.
+inline constexpr std::size_t kColumnBlockRows = 8;
+
+// `width` columns of `length` elements: column j's element i is x[i * x_stride + j].
+// Softmax and log-softmax write y[i * y_stride + j]; logsumexp writes y[j].
+// Any alignment and any strides (in elements); width and length >= 1.
+template <class T>
+struct ColumnPanel {
+  const T* x;
+  std::ptrdiff_t x_stride;
+  T* y;
+  std::ptrdiff_t y_stride;
+  std::size_t width;
+  std::size_t length;
+};
+
+// What is the same for every panel of one call.
+struct ColumnParams {
+  Op op = Op::softmax;
+  double inv_t = 1.0;  // 1 / temperature
+  AllMasked all_masked = AllMasked::nan;
+};
+
+// One panel, computed in f32 lanes (16-bit types are widened on load and rounded to
+// nearest even on store; bf16 outputs keep float's subnormal results).
+void columns(const ColumnPanel<float>& panel, const ColumnParams& params);
+void columns(const ColumnPanel<half>& panel, const ColumnParams& params);
+void columns(const ColumnPanel<bfloat16>& panel, const ColumnParams& params);
+
+}  // namespace smax::cpu::simd

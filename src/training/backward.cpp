@@ -1,0 +1,186 @@
+// softmax_backward and log_softmax_backward: per row, one pass reduces (sum(y * dy)
+// or sum(dy)), one pass writes dx. Nothing is stored in between.
+#include <cmath>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "core/format.hpp"
+#include "cpu/element.hpp"
+#include "smax/training.hpp"
+#include "training/rows.hpp"
+
+namespace smax {
+namespace {
+
+using training::Checker;
+using training::CompensatedSum;
+using training::RowCursor;
+using training::RowFold;
+
+// The arithmetic type: double for f32, f16 and bf16 (the products y * dy of two
+// floats are exact in it); long double for f64, so that dy - s, which cancels where
+// the gradient passes through zero, keeps 11 bits beyond the output's precision.
+template <class T>
+using Compute = std::conditional_t<std::is_same_v<T, double>, long double, double>;
+
+template <class T>
+Compute<T> load(const T* p) {
+  return cpu::Element<T>::template load<Compute<T>>(*p);
+}
+
+template <class T>
+void store(T* p, Compute<T> v) {
+  if constexpr (std::is_same_v<T, double>) {
+    *p = static_cast<double>(v);
+  } else {
+    *p = cpu::Element<T>::template store<double>(static_cast<double>(v));
+  }
+}
+
+enum class Kind { softmax, log_softmax };
+
+struct Request {
+  Kind kind;
+  DType dtype;
+  const std::byte* y;
+  const std::byte* dy;
+  std::byte* dx;
+  std::int64_t length;
+  std::int64_t y_stride, dy_stride, dx_stride;  // along the axis, in elements
+  RowFold fold;                                 // views: 0 y, 1 dy, 2 dx
+  double inv_t;
+  int threads;
+};
+
+Request validate(Kind kind, const TensorView& y, const TensorView& dy, const MutableTensorView& dx,
+                 const BackwardOptions& o) {
+  const char* y_name = kind == Kind::softmax ? "y" : "log_y";
+  const Checker check(kind == Kind::softmax ? "softmax_backward" : "log_softmax_backward");
+  check.supported_dtype(y, y_name);
+  check.same_dtype(dy, "dy", y.dtype(), y_name);
+  check.same_dtype(dx, "dx", y.dtype(), y_name);
+  const int axis = check.axis(o.axis, y.rank(), true);
+  check.shape_is(dy.shape(), "dy", y.shape(), std::string("the shape of ") + y_name);
+  check.shape_is(dx.shape(), "dx", y.shape(), std::string("the shape of ") + y_name);
+  if (!std::isfinite(o.temperature) || o.temperature < 3e-38) {
+    check.fail(Errc::option, "temperature must be finite and >= 3e-38, got " + detail::format_double(o.temperature));
+  }
+  check.threads(o.threads);
+  check.data_present(y.data(), y.shape(), y_name);
+  check.data_present(dy.data(), dy.shape(), "dy");
+  check.data_present(dx.data(), dx.shape(), "dx");
+  check.writable(dx, "dx");
+  // dx[i] is written after y[i] and dy[i] are read, and the reduction has read the
+  // whole row before: in place over either input is safe.
+  check.no_overlap(dx, "dx", y, y_name, true);
+  check.no_overlap(dx, "dx", dy, "dy", true);
+
+  Request r{};
+  r.kind = kind;
+  r.dtype = y.dtype();
+  r.y = static_cast<const std::byte*>(y.data());
+  r.dy = static_cast<const std::byte*>(dy.data());
+  r.dx = static_cast<std::byte*>(dx.data());
+  r.inv_t = 1.0 / o.temperature;
+  r.length = 1;
+  const std::size_t rank = static_cast<std::size_t>(y.rank());
+  std::vector<std::int64_t> batch;
+  if (rank > 0) {
+    const auto a = static_cast<std::size_t>(axis);
+    r.length = y.shape()[a];
+    r.y_stride = y.strides()[a];
+    r.dy_stride = dy.strides()[a];
+    r.dx_stride = dx.strides()[a];
+    for (std::size_t i = 0; i < rank; ++i) {
+      if (i != a) batch.push_back(y.shape()[i]);
+    }
+  }
+  const training::Strides strides[] = {training::batch_strides(y.strides(), axis),
+                                       training::batch_strides(dy.strides(), axis),
+                                       training::batch_strides(dx.strides(), axis)};
+  r.fold = training::fold_rows(batch, strides);
+  r.threads = training::thread_count(o.threads, r.fold.rows, r.length);
+  return r;
+}
+
+// dx = y * (dy - s) / T with s = sum(y * dy). s is kept as hi + lo: where dy is
+// close to s, dy - hi is exact (Sterbenz) and subtracting lo keeps the result exact
+// to the compute type's precision.
+template <class T>
+void softmax_backward_row(const T* y, std::ptrdiff_t ys, const T* dy, std::ptrdiff_t dys, T* dx, std::ptrdiff_t dxs,
+                          std::int64_t n, Compute<T> inv_t) {
+  CompensatedSum<Compute<T>> s;
+  for (std::int64_t i = 0; i < n; ++i) s.add(load(y + i * ys) * load(dy + i * dys));
+  const Compute<T> hi = s.hi();
+  const Compute<T> lo = s.lo();
+  for (std::int64_t i = 0; i < n; ++i) {
+    Compute<T> v = load(y + i * ys) * ((load(dy + i * dys) - hi) - lo);
+    if (inv_t != 1) v *= inv_t;
+    store(dx + i * dxs, v);
+  }
+}
+
+template <class C>
+C exp_of(C v) {
+  if constexpr (std::is_same_v<C, long double>) return expl(v);
+  else return std::exp(v);
+}
+
+// dx = (dy - exp(log_y) * S) / T with S = sum(dy).
+template <class T>
+void log_softmax_backward_row(const T* ly, std::ptrdiff_t lys, const T* dy, std::ptrdiff_t dys, T* dx,
+                              std::ptrdiff_t dxs, std::int64_t n, Compute<T> inv_t) {
+  CompensatedSum<Compute<T>> s;
+  for (std::int64_t i = 0; i < n; ++i) s.add(load(dy + i * dys));
+  const Compute<T> sum = s.hi();
+  for (std::int64_t i = 0; i < n; ++i) {
+    Compute<T> v = load(dy + i * dys) - exp_of(load(ly + i * lys)) * sum;
+    if (inv_t != 1) v *= inv_t;
+    store(dx + i * dxs, v);
+  }
+}
+
+template <class T>
+void run_typed(const Request& r) {
+  const auto* y = reinterpret_cast<const T*>(r.y);
+  const auto* dy = reinterpret_cast<const T*>(r.dy);
+  auto* dx = reinterpret_cast<T*>(r.dx);
+  const auto inv_t = static_cast<Compute<T>>(r.inv_t);
+  training::for_rows(r.fold.rows, r.threads, [&](std::int64_t begin, std::int64_t end) {
+    RowCursor at(r.fold, begin);
+    for (std::int64_t row = begin; row < end; ++row, at.next()) {
+      if (r.kind == Kind::softmax) {
+        softmax_backward_row(y + at.offset(0), r.y_stride, dy + at.offset(1), r.dy_stride, dx + at.offset(2),
+                             r.dx_stride, r.length, inv_t);
+      } else {
+        log_softmax_backward_row(y + at.offset(0), r.y_stride, dy + at.offset(1), r.dy_stride, dx + at.offset(2),
+                                 r.dx_stride, r.length, inv_t);
+      }
+    }
+  });
+}
+
+void run(const Request& r) {
+  if (r.fold.rows == 0 || r.length == 0) return;
+  switch (r.dtype) {
+    case DType::f32: return run_typed<float>(r);
+    case DType::f64: return run_typed<double>(r);
+    case DType::f16: return run_typed<half>(r);
+    case DType::bf16: return run_typed<bfloat16>(r);
+  }
+}
+
+}  // namespace
+
+void softmax_backward(const TensorView& y, const TensorView& dy, const MutableTensorView& dx,
+                      const BackwardOptions& options) {
+  run(validate(Kind::softmax, y, dy, dx, options));
+}
+
+void log_softmax_backward(const TensorView& log_y, const TensorView& dy, const MutableTensorView& dx,
+                          const BackwardOptions& options) {
+  run(validate(Kind::log_softmax, log_y, dy, dx, options));
+}
+
+}  // namespace smax

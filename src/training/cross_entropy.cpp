@@ -1,0 +1,469 @@
+// cross_entropy: per sample (a row along the class axis), one read of the logits for
+// their (max, sum) and, only when an output or the smoothed loss needs it, one more
+// read that writes the gradient and the log-probabilities.
+//
+// Every form of the loss is -sum_c a_c * log p_c for coefficients a_c >= 0:
+//   class index t:  a_c = (1 - s) * w_t * [c == t] + (s / C) * w_c
+//   probabilities:  a_c = w_c * ((1 - s) * y_c + s / C)
+// (s: label smoothing, w: class weights or 1), so that
+//   loss = S * log(d) + sum_c a_c * (m - x_c),   S = sum_c a_c,
+//   d(loss)/dx_c = S * p_c - a_c,
+// with m the row's max and d = sum(exp(x - m)). Both loss terms are >= 0: no
+// cancellation, and log(d) = log1p(d - 1) stays exact when the target dominates.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "core/format.hpp"
+#include "core/stats.hpp"
+#include "cpu/element.hpp"
+#include "cpu/passes.hpp"
+#include "smax/training.hpp"
+#include "training/rows.hpp"
+
+namespace smax {
+namespace {
+
+using detail::Stats;
+using training::Checker;
+using training::RowCursor;
+using training::RowFold;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Views of the row fold.
+enum View : int { kLogits = 0, kTarget = 1, kLoss = 2, kGrad = 3, kLogProb = 4 };
+
+struct Request {
+  DType dtype = DType::f32;
+  const std::byte* logits = nullptr;
+  std::int64_t classes = 0;
+  std::array<std::int64_t, training::kMaxViews> class_stride{};  // along the class axis; 0 for per-row views
+  RowFold fold;
+
+  bool index_targets = true;
+  IndexType index_type = IndexType::i64;
+  const void* target = nullptr;
+  std::optional<std::int64_t> ignore_index;
+
+  const std::byte* weight = nullptr;  // null: every weight is 1
+  std::int64_t weight_stride = 0;
+  double smoothing = 0;
+  Reduction reduction = Reduction::mean;
+
+  std::byte* loss = nullptr;
+  std::byte* grad = nullptr;
+  std::byte* log_prob = nullptr;
+
+  double weight_total = 0;  // the mean's divisor
+  int threads = 1;
+};
+
+// Integer targets stand in as a TensorView of the same element size for the byte
+// range checks (which look at sizes and strides only, never at values).
+TensorView as_sized_view(const IndexView& v) {
+  return TensorView(v.data(), v.type() == IndexType::i64 ? DType::f64 : DType::f32, v.shape(), v.strides());
+}
+
+std::int64_t index_at(const void* base, IndexType type, std::int64_t offset) {
+  if (type == IndexType::i64) return static_cast<const std::int64_t*>(base)[offset];
+  return static_cast<const std::int32_t*>(base)[offset];
+}
+
+template <class T>
+double load_double(const std::byte* base, std::int64_t offset) {
+  return cpu::Element<T>::template load<double>(reinterpret_cast<const T*>(base)[offset]);
+}
+
+double weight_of(const Request& r, std::int64_t c) {
+  if (r.weight == nullptr) return 1.0;
+  switch (r.dtype) {
+    case DType::f32: return load_double<float>(r.weight, c * r.weight_stride);
+    case DType::f64: return load_double<double>(r.weight, c * r.weight_stride);
+    case DType::f16: return load_double<half>(r.weight, c * r.weight_stride);
+    case DType::bf16: return load_double<bfloat16>(r.weight, c * r.weight_stride);
+  }
+  return kNaN;
+}
+
+void store_as(DType dtype, std::byte* base, std::int64_t offset, double v) {
+  switch (dtype) {
+    case DType::f32: reinterpret_cast<float*>(base)[offset] = static_cast<float>(v); return;
+    case DType::f64: reinterpret_cast<double*>(base)[offset] = v; return;
+    case DType::f16: reinterpret_cast<half*>(base)[offset] = to_half(static_cast<float>(v)); return;
+    case DType::bf16: reinterpret_cast<bfloat16*>(base)[offset] = to_bfloat16(static_cast<float>(v)); return;
+  }
+}
+
+// Everything but the tensors' values: dtypes, shapes, axis, options, null data,
+// overlaps. Fills the request; the targets are checked afterwards.
+Request validate(const Checker& check, const TensorView& logits, const TensorView* probabilities,
+                 const IndexView* indices, const MutableTensorView& loss, const CrossEntropyOptions& o,
+                 const CrossEntropyOutputs& out) {
+  check.supported_dtype(logits, "logits");
+  const int axis = check.axis(o.axis, logits.rank(), false);
+  check.data_present(logits.data(), logits.shape(), "logits");
+  const auto a = static_cast<std::size_t>(axis);
+  std::vector<std::int64_t> batch;
+  for (std::size_t i = 0; i < static_cast<std::size_t>(logits.rank()); ++i) {
+    if (i != a) batch.push_back(logits.shape()[i]);
+  }
+  const std::string class_axis_note = "the logits' shape " + detail::format_list(logits.shape()) +
+                                      " without the class axis " + std::to_string(axis);
+  if (indices != nullptr) {
+    if (indices->type() != IndexType::i64 && indices->type() != IndexType::i32) {
+      check.fail(Errc::dtype, "unsupported target index type (value " +
+                                  std::to_string(static_cast<int>(indices->type())) + "); use i64 or i32");
+    }
+    check.shape_is(indices->shape(), "target", batch, class_axis_note);
+    check.data_present(indices->data(), indices->shape(), "target");
+  } else {
+    check.same_dtype(*probabilities, "target", logits.dtype(), "logits");
+    check.shape_is(probabilities->shape(), "target", logits.shape(),
+                   "probability targets have the logits' shape");
+    check.data_present(probabilities->data(), probabilities->shape(), "target");
+    if (o.ignore_index) {
+      check.fail(Errc::option, "ignore_index (" + std::to_string(*o.ignore_index) +
+                                   ") applies to class-index targets only, not to probabilities");
+    }
+  }
+  const std::int64_t classes = logits.shape()[a];
+  if (o.weight) {
+    check.same_dtype(*o.weight, "weight", logits.dtype(), "logits");
+    const std::int64_t expected[] = {classes};
+    check.shape_is(o.weight->shape(), "weight", expected, "one weight per class");
+    check.data_present(o.weight->data(), o.weight->shape(), "weight");
+  }
+  if (to_string(o.reduction) == "invalid") {
+    check.fail(Errc::option, "unknown reduction (value " + std::to_string(static_cast<int>(o.reduction)) +
+                                 "); use none, sum or mean");
+  }
+  if (!(o.label_smoothing >= 0.0 && o.label_smoothing <= 1.0)) {
+    check.fail(Errc::option, "label_smoothing must be in [0, 1], got " + detail::format_double(o.label_smoothing));
+  }
+  check.threads(o.threads);
+
+  check.same_dtype(loss, "loss", logits.dtype(), "logits");
+  if (o.reduction == Reduction::none) {
+    check.shape_is(loss.shape(), "loss", batch, "reduction none: " + class_axis_note);
+  } else {
+    check.shape_is(loss.shape(), "loss", {}, "reduction " + std::string(to_string(o.reduction)) + ": a scalar");
+  }
+  check.data_present(loss.data(), loss.shape(), "loss");
+  check.writable(loss, "loss");
+
+  // Every input the outputs must not touch (except the logits, which grad or
+  // log_prob may replace in place).
+  std::vector<std::pair<TensorView, const char*>> inputs;
+  if (indices != nullptr) inputs.emplace_back(as_sized_view(*indices), "target");
+  else inputs.emplace_back(*probabilities, "target");
+  if (o.weight) inputs.emplace_back(*o.weight, "weight");
+
+  check.no_overlap(loss, "loss", logits, "logits", false);
+  for (const auto& [view, name] : inputs) check.no_overlap(loss, "loss", view, name, false);
+  const std::pair<const std::optional<MutableTensorView>*, const char*> extras[] = {{&out.grad, "grad"},
+                                                                                    {&out.log_prob, "log_prob"}};
+  for (const auto& [extra, name] : extras) {
+    if (!*extra) continue;
+    const MutableTensorView& v = **extra;
+    check.same_dtype(v, name, logits.dtype(), "logits");
+    check.shape_is(v.shape(), name, logits.shape(), "the logits' shape");
+    check.data_present(v.data(), v.shape(), name);
+    check.writable(v, name);
+    // Element c is written after the logits' element c is read, and the (max, sum)
+    // pass has read the whole row before: in place over the logits is safe.
+    check.no_overlap(v, name, logits, "logits", true);
+    for (const auto& [view, input_name] : inputs) check.no_overlap(v, name, view, input_name, false);
+    check.no_overlap(v, name, loss, "loss", false);
+  }
+  if (out.grad && out.log_prob) check.no_overlap(*out.grad, "grad", *out.log_prob, "log_prob", false);
+
+  Request r;
+  r.dtype = logits.dtype();
+  r.logits = static_cast<const std::byte*>(logits.data());
+  r.classes = classes;
+  r.index_targets = indices != nullptr;
+  r.ignore_index = o.ignore_index;
+  r.smoothing = o.label_smoothing;
+  r.reduction = o.reduction;
+  r.loss = static_cast<std::byte*>(loss.data());
+  if (o.weight) {
+    r.weight = static_cast<const std::byte*>(o.weight->data());
+    r.weight_stride = o.weight->strides()[0];
+  }
+  std::array<training::Strides, training::kMaxViews> strides{};
+  strides[kLogits] = training::batch_strides(logits.strides(), axis);
+  r.class_stride[kLogits] = logits.strides()[a];
+  if (indices != nullptr) {
+    r.index_type = indices->type();
+    r.target = indices->data();
+    strides[kTarget] = training::batch_strides(indices->strides(), -1);
+  } else {
+    r.target = probabilities->data();
+    strides[kTarget] = training::batch_strides(probabilities->strides(), axis);
+    r.class_stride[kTarget] = probabilities->strides()[a];
+  }
+  if (o.reduction == Reduction::none) strides[kLoss] = training::batch_strides(loss.strides(), -1);
+  if (out.grad) {
+    r.grad = static_cast<std::byte*>(out.grad->data());
+    strides[kGrad] = training::batch_strides(out.grad->strides(), axis);
+    r.class_stride[kGrad] = out.grad->strides()[a];
+  }
+  if (out.log_prob) {
+    r.log_prob = static_cast<std::byte*>(out.log_prob->data());
+    strides[kLogProb] = training::batch_strides(out.log_prob->strides(), axis);
+    r.class_stride[kLogProb] = out.log_prob->strides()[a];
+  }
+  r.fold = training::fold_rows(batch, strides);
+  r.threads = training::thread_count(o.threads, r.fold.rows, classes);
+  return r;
+}
+
+// Reads every class-index target once, in order: an out-of-range target that is not
+// ignored is an error naming its position (before anything is written), and the
+// weights of the others add up to the mean's divisor.
+void check_targets(const Checker& check, const IndexView& target, Request& r) {
+  training::CompensatedSum<double> total;
+  const int rank = target.rank();
+  std::array<std::int64_t, kMaxRank> index{};
+  std::int64_t offset = 0;
+  const std::int64_t count = target.numel();
+  for (std::int64_t n = 0; n < count; ++n) {
+    const std::int64_t t = index_at(target.data(), target.type(), offset);
+    if (!(r.ignore_index && t == *r.ignore_index)) {
+      if (t < 0 || t >= r.classes) {
+        const std::span<const std::int64_t> position(index.data(), static_cast<std::size_t>(rank));
+        check.fail(Errc::option, "target " + detail::format_list(position) + " is " + std::to_string(t) +
+                                     ", outside the " + std::to_string(r.classes) + " classes [0, " +
+                                     std::to_string(r.classes) + ")" +
+                                     (r.ignore_index ? " and not ignore_index (" + std::to_string(*r.ignore_index) + ")"
+                                                     : std::string(" (no ignore_index is set)")));
+      }
+      total.add(weight_of(r, t));
+    }
+    for (int d = rank - 1; d >= 0; --d) {
+      const auto k = static_cast<std::size_t>(d);
+      offset += target.strides()[k];
+      if (++index[k] < target.shape()[k]) break;
+      offset -= index[k] * target.strides()[k];
+      index[k] = 0;
+    }
+  }
+  r.weight_total = total.hi();
+}
+
+// The (max, sum) of a row of logits in one read: blocks small enough to stay in L1
+// each get their max and exp-sum from the shared passes (vectorised for contiguous
+// f32), merged into the running pair.
+template <class T>
+Stats<double> logit_stats(const T* x, std::ptrdiff_t stride, std::int64_t n) {
+  constexpr std::int64_t kBlock = 2048;
+  Stats<double> running;
+  for (std::int64_t begin = 0; begin < n; begin += kBlock) {
+    const std::int64_t end = std::min(n, begin + kBlock);
+    Stats<double> block;
+    block.m = cpu::max_pass<double>(x, stride, begin, end, -kInf);
+    if (std::isfinite(block.m)) cpu::sum_exp_pass<double>(x, stride, begin, end, block.m, 1.0, PassOrder::forward, block.d);
+    running = detail::merge(running, block, 1.0);
+  }
+  return running;
+}
+
+// One sample's row.
+struct Sample {
+  std::int64_t logits, target, loss, grad, log_prob;  // offsets of the row in each view
+};
+
+template <class T>
+class RowKernel {
+ public:
+  RowKernel(const Request& r, double class_weight_sum)
+      : r_(r),
+        x_(reinterpret_cast<const T*>(r.logits)),
+        grad_(reinterpret_cast<T*>(r.grad)),
+        log_prob_(reinterpret_cast<T*>(r.log_prob)),
+        weight_sum_(class_weight_sum),
+        grad_scale_(r.reduction == Reduction::mean ? 1.0 / r.weight_total : 1.0) {}
+
+  // The row's loss (before reduction); writes its gradient and log-probabilities.
+  double run(const Sample& s) const {
+    const std::int64_t n = r_.classes;
+    const std::ptrdiff_t xs = r_.class_stride[kLogits];
+    std::int64_t t = -1;  // the class index; -1 for probability targets
+    bool ignored = false;
+    if (r_.index_targets) {
+      t = index_at(r_.target, r_.index_type, s.target);
+      ignored = r_.ignore_index && t == *r_.ignore_index;
+    }
+    const Stats<double> stats = logit_stats(x_ + s.logits, xs, n);
+    const bool finite = std::isfinite(stats.m);
+    const double m = stats.m;
+    const double log_d = finite ? std::log1p(stats.d.minus_one()) : kNaN;
+    if (log_prob_ != nullptr) {
+      // log_softmax of the row, as the forward op gives it: a non-finite max makes
+      // the row NaN (all -inf included).
+      for (std::int64_t c = 0; c < n; ++c) {
+        const double v = finite ? (load(c, s) - m) - log_d : kNaN;
+        store(log_prob_, s.log_prob + c * r_.class_stride[kLogProb], v);
+      }
+    }
+    if (ignored) {
+      // A constant 0 loss: its gradient is exactly 0, whatever the logits hold.
+      fill_grad(s, 0.0);
+      return 0.0;
+    }
+    if (n == 0) return 0.0;  // probability targets over no classes: an empty sum
+    if (!finite) {
+      fill_grad(s, kNaN);
+      return kNaN;
+    }
+
+    // S = sum(a) as hi + lo: where one coefficient carries nearly all of S, S - a_c
+    // is then exact (see gradient()).
+    training::CompensatedSum<double> total;
+    const double keep = 1.0 - r_.smoothing;
+    const double spread = r_.smoothing / static_cast<double>(n);
+    double target_weight = 0;
+    if (r_.index_targets) {
+      target_weight = weight_of(r_, t);
+      total.add(keep * target_weight);
+      if (spread != 0) total.add(spread * weight_sum_);
+    } else {
+      for (std::int64_t c = 0; c < n; ++c) total.add(coefficient(c, s, t, target_weight));
+    }
+    const double sum_hi = total.hi();
+    const double sum_lo = total.lo();
+    const double sum_a = sum_hi + sum_lo;
+
+    // sum_c a_c * (m - x_c): from the target alone without smoothing, otherwise
+    // accumulated in the pass that writes the gradient.
+    const bool every_class = !r_.index_targets || spread != 0;
+    training::CompensatedSum<double> offsets;  // an infinite term stays infinite
+    if (!every_class) offsets.add(target_weight * keep * (m - load(t, s)));
+    if (every_class || grad_ != nullptr) {
+      const double d = stats.d.value();
+      const double inv_d = 1.0 / d;
+      // p - 1 for the row's unique dominant element: -(d - 1) / d without rounding d.
+      const double p_minus_one = -stats.d.minus_one() * inv_d;
+      for (std::int64_t c = 0; c < n; ++c) {
+        const double x = load(c, s);
+        const double a = coefficient(c, s, t, target_weight);
+        if (every_class) offsets.add(a * (m - x));
+        if (grad_ != nullptr) {
+          double g;
+          if (x == m && d < 2) {
+            // p > 1/2: S * p - a = S * (p - 1) + (S - a), with S - a exact where a ~ S.
+            g = sum_a * p_minus_one + ((sum_hi - a) + sum_lo);
+          } else {
+            g = sum_a * (std::exp(x - m) * inv_d) - a;
+          }
+          store(grad_, s.grad + c * r_.class_stride[kGrad], g * grad_scale_);
+        }
+      }
+    }
+    return sum_a * log_d + offsets.hi();
+  }
+
+ private:
+  double load(std::int64_t c, const Sample& s) const {
+    return cpu::Element<T>::template load<double>(x_[s.logits + c * r_.class_stride[kLogits]]);
+  }
+  static void store(T* base, std::int64_t offset, double v) {
+    if constexpr (std::is_same_v<T, double>) {
+      base[offset] = v;
+    } else {
+      base[offset] = cpu::Element<T>::template store<double>(v);
+    }
+  }
+  // a_c (see the top of the file).
+  double coefficient(std::int64_t c, const Sample& s, std::int64_t t, double target_weight) const {
+    const double keep = 1.0 - r_.smoothing;
+    const double spread = r_.smoothing / static_cast<double>(r_.classes);
+    if (r_.index_targets) {
+      double a = c == t ? keep * target_weight : 0.0;
+      if (spread != 0) a += spread * weight_of(r_, c);
+      return a;
+    }
+    const double y = load_double<T>(static_cast<const std::byte*>(r_.target), s.target + c * r_.class_stride[kTarget]);
+    const double target = spread != 0 ? keep * y + spread : y;
+    return r_.weight == nullptr ? target : weight_of(r_, c) * target;
+  }
+  void fill_grad(const Sample& s, double v) const {
+    if (grad_ == nullptr) return;
+    for (std::int64_t c = 0; c < r_.classes; ++c) store(grad_, s.grad + c * r_.class_stride[kGrad], v);
+  }
+
+  const Request& r_;
+  const T* x_;
+  T* grad_;
+  T* log_prob_;
+  double weight_sum_;  // sum of every class's weight (C without weights)
+  double grad_scale_;
+};
+
+template <class T>
+void run_typed(const Request& r) {
+  double class_weight_sum = static_cast<double>(r.classes);
+  if (r.weight != nullptr) {
+    training::CompensatedSum<double> sum;
+    for (std::int64_t c = 0; c < r.classes; ++c) sum.add(weight_of(r, c));
+    class_weight_sum = sum.hi();
+  }
+  const RowKernel<T> kernel(r, class_weight_sum);
+  const std::int64_t rows = r.fold.rows;
+  // Per-sample losses for sum and mean, added in order afterwards: the result does
+  // not depend on the thread count.
+  std::vector<double> row_loss(r.reduction == Reduction::none ? 0 : static_cast<std::size_t>(rows));
+  training::for_rows(rows, r.threads, [&](std::int64_t begin, std::int64_t end) {
+    RowCursor at(r.fold, begin);
+    for (std::int64_t row = begin; row < end; ++row, at.next()) {
+      const double loss = kernel.run(Sample{at.offset(kLogits), at.offset(kTarget), at.offset(kLoss),
+                                            at.offset(kGrad), at.offset(kLogProb)});
+      if (r.reduction == Reduction::none) store_as(r.dtype, r.loss, at.offset(kLoss), loss);
+      else row_loss[static_cast<std::size_t>(row)] = loss;
+    }
+  });
+  if (r.reduction == Reduction::none) return;
+  // Compensated, but plain IEEE for non-finite losses (ExactSum's correction would
+  // turn an infinite loss into NaN).
+  training::CompensatedSum<double> total;
+  for (double v : row_loss) total.add(v);
+  double result = total.hi();
+  if (r.reduction == Reduction::mean) result /= r.weight_total;
+  store_as(r.dtype, r.loss, 0, result);
+}
+
+void run(const Request& r) {
+  switch (r.dtype) {
+    case DType::f32: return run_typed<float>(r);
+    case DType::f64: return run_typed<double>(r);
+    case DType::f16: return run_typed<half>(r);
+    case DType::bf16: return run_typed<bfloat16>(r);
+  }
+}
+
+}  // namespace
+
+void cross_entropy(const TensorView& logits, const IndexView& target, const MutableTensorView& loss,
+                   const CrossEntropyOptions& options, const CrossEntropyOutputs& outputs) {
+  const Checker check("cross_entropy");
+  Request r = validate(check, logits, nullptr, &target, loss, options, outputs);
+  check_targets(check, target, r);
+  run(r);
+}
+
+void cross_entropy(const TensorView& logits, const TensorView& target_probabilities, const MutableTensorView& loss,
+                   const CrossEntropyOptions& options, const CrossEntropyOutputs& outputs) {
+  const Checker check("cross_entropy");
+  Request r = validate(check, logits, &target_probabilities, nullptr, loss, options, outputs);
+  r.weight_total = static_cast<double>(r.fold.rows);  // the mean over samples, as PyTorch
+  run(r);
+}
+
+}  // namespace smax

@@ -1,0 +1,280 @@
+// The column-panel kernels (cpu/simd/f32_columns.hpp): softmax along a non-last axis,
+// vectorised across the contiguous inner dimension, on every Highway target this
+// machine supports. Through the public API (axes of several ranks, views, dtypes,
+// temperatures, non-finite columns) and on hand-made panels (every width around the
+// vector sizes, misaligned, strided, with guards around the output), always against
+// the long double reference.
+#include <gtest/gtest.h>
+#include <hwy/targets.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "accuracy.hpp"
+#include "cpu/simd/f32_columns.hpp"
+#include "nd_reference.hpp"
+#include "op_runner.hpp"
+#include "random_data.hpp"
+#include "reference/reference.hpp"
+#include "seed.hpp"
+#include "simd_exp_check.hpp"
+
+namespace smax::test {
+namespace {
+
+constexpr std::int64_t kWidths[] = {1, 3, 15, 16, 17, 33, 1000};
+constexpr std::int64_t kLengths[] = {1, 2, 81, 1000, 4097};
+constexpr double kTemperatures[] = {1.0, 0.01, 100.0, 0.7};
+// Every variant but naive runs the panel kernel on a non-last axis.
+constexpr Algorithm kPanelAlgorithms[] = {Algorithm::automatic, Algorithm::safe, Algorithm::tiled, Algorithm::online};
+constexpr Algorithm kAutoOnly[] = {Algorithm::automatic};
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+class SimdColumns : public SeededTest {
+ protected:
+  // Every op and panel algorithm on x along `axis`, against the reference, on every
+  // target.
+  // Every variant but naive maps to the same panel kernel, so most tests run auto only.
+  void check_everywhere(const TestTensor& x, int axis, double temperature,
+                        Layout output_layout = Layout::contiguous, AllMasked all_masked = AllMasked::nan,
+                        std::span<const Algorithm> algorithms = kAutoOnly) {
+    Options options;
+    options.axis = axis;
+    options.temperature = temperature;
+    options.all_masked = all_masked;
+    for (Op op : kAllOps) {
+      const Expected expected = reference_nd(op, x, options);
+      for (std::int64_t target : simd_targets()) {
+        SCOPED_TRACE(hwy::TargetName(target));
+        with_target(target, [&] {
+          for (Algorithm algorithm : algorithms) {
+            options.algorithm = algorithm;
+            run_and_check(op, x, options, output_layout, expected);
+          }
+        });
+      }
+    }
+  }
+};
+
+// [length, width] along axis 0: width columns of `length` elements.
+TEST_F(SimdColumns, RandomColumnsMeetTheBarAtEveryWidthAndLength) {
+  std::uniform_real_distribution<double> offset(-50.0, 50.0);
+  std::uniform_int_distribution<std::size_t> pick_temperature(0, std::size(kTemperatures) - 1);
+  for (std::int64_t width : kWidths) {
+    for (std::int64_t length : kLengths) {
+      if (width * length > (std::int64_t{1} << 18)) continue;  // runtime, under sanitizers too
+      SCOPED_TRACE("length " + std::to_string(length) + " width " + std::to_string(width));
+      TestTensor x(DType::f32, {length, width});
+      fill_normal(x, rng(), Distribution{offset(rng()), random_distribution(rng()).scale});
+      check_everywhere(x, 0, kTemperatures[pick_temperature(rng())]);
+    }
+  }
+}
+
+TEST_F(SimdColumns, NonLastAxesOfEveryRankAndView) {
+  struct Case {
+    std::vector<std::int64_t> shape;
+    int axis;
+    Layout input;
+    Layout output;
+  };
+  const Case cases[] = {
+      {{4, 81, 33}, 1, Layout::contiguous, Layout::contiguous},
+      {{3, 5, 7, 17}, 1, Layout::contiguous, Layout::contiguous},
+      {{3, 5, 7, 17}, 2, Layout::misaligned, Layout::misaligned},
+      {{17, 2, 33}, 0, Layout::contiguous, Layout::misaligned},
+      {{6, 40, 2, 5}, -3, Layout::misaligned, Layout::contiguous},
+      // Column-major: softmax along the last axis of a transposed matrix is a column.
+      {{33, 129}, 1, Layout::transposed, Layout::transposed},
+      {{5, 9, 130}, 2, Layout::transposed, Layout::transposed},
+      // Strided or reversed outputs fall back to rows; they must still be right.
+      {{5, 70, 19}, 1, Layout::contiguous, Layout::strided},
+      {{5, 70, 19}, 1, Layout::strided, Layout::reversed},
+  };
+  for (const Case& c : cases) {
+    TestTensor x(DType::f32, c.shape, c.input);
+    SCOPED_TRACE(x.describe() + " axis " + std::to_string(c.axis) + " output " + to_string(c.output));
+    fill_normal(x, rng(), Distribution{-3.0, 4.0});
+    check_everywhere(x, c.axis, 1.0, c.output, AllMasked::nan, kPanelAlgorithms);
+    check_everywhere(x, c.axis, 0.3, c.output);
+  }
+}
+
+TEST_F(SimdColumns, SixteenBitColumnsMeetTheirOneUlpBar) {
+  std::uniform_real_distribution<double> offset(-20.0, 20.0);
+  for (DType dtype : {DType::f16, DType::bf16}) {
+    for (std::int64_t length : {1, 2, 81, 1000}) {
+      SCOPED_TRACE(std::string(to_string(dtype)) + " length " + std::to_string(length));
+      TestTensor x(dtype, {3, length, 33});
+      fill_normal(x, rng(), Distribution{offset(rng()), random_distribution(rng()).scale});
+      check_everywhere(x, 1, 1.0);
+      check_everywhere(x, 1, 0.05);
+    }
+  }
+}
+
+// One column per case, side by side: their results must not leak into each other.
+TEST_F(SimdColumns, NonFiniteColumnsKeepTheirSemantics) {
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    for (std::int64_t length : {1, 7, 81, 1000}) {
+      SCOPED_TRACE(std::string(to_string(dtype)) + " length " + std::to_string(length));
+      constexpr std::int64_t kColumns = 19;  // a partial vector after 16 on AVX-512
+      TestTensor x(dtype, {length, kColumns});
+      fill_normal(x, rng(), Distribution{3.0, 2.0});
+      auto set = [&](std::int64_t row, std::int64_t column, double value) { x.set_at(row * kColumns + column, value); };
+      set(length / 2, 0, kNaN);       // a NaN
+      set(length / 3, 1, kInf);       // a +inf
+      for (std::int64_t i = 0; i < length; i += 2) set(i, 2, -kInf);  // some -inf
+      for (std::int64_t i = 0; i < length; ++i) set(i, 3, -kInf);      // all -inf
+      set(length - 1, 4, kNaN);       // a NaN in the last row
+      set(0, 5, -kInf);               // +inf and -inf
+      set(length - 1, 5, kInf);
+      set(0, 6, kInf);                // +inf and NaN
+      set(length - 1, 6, kNaN);
+      for (std::int64_t i = 0; i < length; ++i) set(i, 17, -kInf);  // all -inf in the tail
+      set(length / 2, 18, kNaN);      // NaN in the tail
+      for (AllMasked policy : {AllMasked::nan, AllMasked::zero}) {
+        check_everywhere(x, 0, 1.0, Layout::contiguous, policy);
+        check_everywhere(x, 0, 0.01, Layout::contiguous, policy);
+      }
+    }
+  }
+}
+
+// A max far above the rest of its column: d - 1 is tiny, and log_softmax's
+// -log(1 + tiny) at the max is held to one ulp of the tiny value in bf16; a softmax
+// far below the max lands in bf16's (float's) subnormals.
+TEST_F(SimdColumns, DominantMaxAndTinyOutputsStayExact) {
+  for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    for (std::int64_t length : {2, 9, 81}) {
+      SCOPED_TRACE(std::string(to_string(dtype)) + " length " + std::to_string(length));
+      constexpr std::int64_t kColumns = 21;
+      TestTensor x(dtype, {length, kColumns});
+      for (std::int64_t i = 0; i < length; ++i) {
+        for (std::int64_t j = 0; j < kColumns; ++j) {
+          // Column j: the max at row j % length, the rest 20 + 4 j below it (exp down
+          // to e^-100, past float's normal range).
+          const bool at_max = i == j % length;
+          x.set_at(i * kColumns + j, at_max ? 1.5 : 1.5 - 20.0 - 4.0 * static_cast<double>(j) - 0.25 * static_cast<double>(i));
+        }
+      }
+      check_everywhere(x, 0, 1.0);
+    }
+  }
+}
+
+TEST_F(SimdColumns, InPlaceWorks) {
+  for (std::int64_t target : simd_targets()) {
+    SCOPED_TRACE(hwy::TargetName(target));
+    with_target(target, [&] {
+      for (Op op : {Op::softmax, Op::log_softmax}) {
+        Options options;
+        options.axis = 1;
+        TestTensor x(DType::f32, {3, 101, 37});
+        fill_normal(x, rng(), Distribution{1.0, 3.0});
+        const Expected expected = reference_nd(op, x, options);
+        run_op(op, x.view(), x.mutable_view(), options);
+        EXPECT_TRUE(matches_reference(op, x, expected)) << to_string(op);
+      }
+    });
+  }
+}
+
+// The panel kernel itself at every width, with a row stride wider than the panel and
+// misaligned pointers; the output's gaps between rows must stay untouched.
+TEST_F(SimdColumns, PanelsOfEveryWidthLeaveTheirSurroundingsAlone) {
+  const float poison = std::numeric_limits<float>::quiet_NaN();
+  std::uniform_real_distribution<double> offset(-30.0, 30.0);
+  for (std::int64_t width : kWidths) {
+    for (std::int64_t length : {1, 2, 81, 1000}) {
+      if (width * length > (std::int64_t{1} << 17)) continue;
+      const auto w = static_cast<std::size_t>(width);
+      const auto n = static_cast<std::size_t>(length);
+      const std::size_t x_stride = w + 5;
+      const std::size_t y_stride = w + 3;
+      std::vector<float> x(1 + n * x_stride);
+      std::normal_distribution<double> normal(offset(rng()), 5.0);
+      for (float& v : x) v = static_cast<float>(normal(rng()));
+      for (double temperature : {1.0, 0.3}) {
+        for (Op op : kAllOps) {
+          SCOPED_TRACE(std::string(to_string(op)) + " width " + std::to_string(width) + " length " +
+                       std::to_string(length) + " T " + std::to_string(temperature));
+          // Reference, one column at a time.
+          std::vector<long double> expected(n * w);
+          std::vector<long double> column(n), out(n);
+          for (std::size_t j = 0; j < w; ++j) {
+            for (std::size_t i = 0; i < n; ++i) column[i] = x[1 + i * x_stride + j];
+            reference::row(op, column, out, temperature);
+            for (std::size_t i = 0; i < (op == Op::logsumexp ? 1 : n); ++i) expected[i * w + j] = out[i];
+          }
+          for (std::int64_t target : simd_targets()) {
+            SCOPED_TRACE(hwy::TargetName(target));
+            std::vector<float> y(2 + n * y_stride, poison);
+            const cpu::simd::ColumnPanel<float> panel{x.data() + 1, static_cast<std::ptrdiff_t>(x_stride), y.data() + 1,
+                                                      static_cast<std::ptrdiff_t>(y_stride), w, n};
+            cpu::simd::ColumnParams params;
+            params.op = op;
+            params.inv_t = 1.0 / temperature;
+            with_target(target, [&] { cpu::simd::columns(panel, params); });
+            const std::size_t rows_written = op == Op::logsumexp ? 1 : n;
+            int failures = 0;
+            for (std::size_t k = 0; k < y.size() && failures < 5; ++k) {
+              const std::size_t offset_in_panel = k - 1;
+              const bool inside = k >= 1 && offset_in_panel / y_stride < rows_written && offset_in_panel % y_stride < w;
+              if (!inside) {
+                if (!std::isnan(y[k])) {
+                  ADD_FAILURE() << "wrote outside the panel at " << k;
+                  ++failures;
+                }
+                continue;
+              }
+              const std::size_t i = offset_in_panel / y_stride;
+              const std::size_t j = offset_in_panel % y_stride;
+              std::string why;
+              if (!meets_bar(op, DType::f32, y[k], expected[i * w + j], &why)) {
+                ADD_FAILURE() << "row " << i << " column " << j << ": " << why;
+                ++failures;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_F(SimdColumns, TargetsAgreeWithinTheBar) {
+  const std::vector<std::int64_t> targets = simd_targets();
+  TestTensor x(DType::f32, {5, 300, 70});
+  fill_normal(x, rng(), Distribution{10.0, 5.0});
+  for (Op op : kAllOps) {
+    for (double temperature : {1.0, 0.05}) {
+      Options options;
+      options.axis = 1;
+      options.temperature = temperature;
+      std::vector<TestTensor> outputs;
+      for (std::int64_t target : targets) {
+        outputs.push_back(make_output(op, x, options, Layout::contiguous));
+        with_target(target, [&] { run_op(op, x.view(), outputs.back().mutable_view(), options); });
+      }
+      for (std::size_t t = 1; t < outputs.size(); ++t) {
+        for (std::int64_t i = 0; i < outputs[0].numel(); ++i) {
+          const long double a = outputs[0].at(i);
+          const long double b = outputs[t].at(i);
+          ASSERT_LE(std::abs(a - b), 2 * tolerance(op, DType::f32, a))
+              << hwy::TargetName(targets[0]) << " vs " << hwy::TargetName(targets[t]) << " at " << i;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace smax::test

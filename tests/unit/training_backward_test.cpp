@@ -1,0 +1,297 @@
+// softmax_backward and log_softmax_backward: every dtype, axis and layout against a
+// long double reference, the formula itself against long double finite differences,
+// in place, edge values and shapes, threads, errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "nd_reference.hpp"
+#include "random_data.hpp"
+#include "reference/reference.hpp"
+#include "seed.hpp"
+#include "smax/error.hpp"
+#include "smax/ops.hpp"
+#include "smax/training.hpp"
+#include "training_reference.hpp"
+
+namespace smax::test {
+namespace {
+
+constexpr long double kInf = std::numeric_limits<long double>::infinity();
+constexpr long double kNaN = std::numeric_limits<long double>::quiet_NaN();
+constexpr DType kDTypes[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
+
+// f64 computes in long double, the others in double (see backward.cpp); four units
+// of that precision cover the rounding where dy - s cancels.
+long double compute_eps(DType dtype) { return dtype == DType::f64 ? 0x1p-61L : 0x1p-50L; }
+
+// y = softmax(x / T) (or log-softmax) of random logits, computed in long double and
+// stored in `layout`: the forward output a backward call receives.
+TestTensor forward_output(bool log, DType dtype, const std::vector<std::int64_t>& shape, int axis, long double t,
+                          Layout layout, Rng& rng) {
+  TestTensor x(DType::f64, shape);
+  fill_normal(x, rng, Distribution{0, 3});
+  Options options;
+  options.axis = axis;
+  options.temperature = static_cast<double>(t);
+  const Expected e = reference_nd(log ? Op::log_softmax : Op::softmax, x, options);
+  return make_tensor(dtype, shape, e.values, layout);
+}
+
+void backward(bool log, const TensorView& y, const TensorView& dy, const MutableTensorView& dx,
+              const BackwardOptions& o) {
+  if (log) log_softmax_backward(y, dy, dx, o);
+  else softmax_backward(y, dy, dx, o);
+}
+
+class Backward : public SeededTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(Backward, EveryDtypeAxisAndLayoutMeetsTheBar) {
+  const bool log = GetParam();
+  for (DType dtype : kDTypes) {
+    for (int rank = 1; rank <= 4; ++rank) {
+      constexpr std::int64_t kMaxExtent[] = {0, 300, 24, 9, 5};
+      for (int axis = -rank; axis < rank; ++axis) {
+        const std::vector<std::int64_t> shape = random_shape(rng(), rank, kMaxExtent[rank]);
+        const Layout in_layout = kAllLayouts[rng()() % std::size(kAllLayouts)];
+        const Layout dy_layout = kAllLayouts[rng()() % std::size(kAllLayouts)];
+        const Layout out_layout = kOutputLayouts[rng()() % std::size(kOutputLayouts)];
+        const long double t = (rng()() % 2) ? 1.0L : 0.7L;
+        TestTensor y = forward_output(log, dtype, shape, axis, t, in_layout, rng());
+        TestTensor dy(dtype, shape, dy_layout);
+        fill_normal(dy, rng(), Distribution{0, 1});
+        TestTensor dx(dtype, shape, out_layout);
+        BackwardOptions o;
+        o.axis = axis;
+        o.temperature = static_cast<double>(t);
+        SCOPED_TRACE("axis " + std::to_string(axis) + " T " + std::to_string(static_cast<double>(t)) + " y " +
+                     y.describe() + " dy " + dy.describe() + " dx " + dx.describe());
+        backward(log, y.view(), dy.view(), dx.mutable_view(), o);
+        const Reference ref = backward_reference(log, y, dy, normalized_axis(axis, rank), t);
+        EXPECT_TRUE(meets_training_bar(log ? "log_softmax_backward" : "softmax_backward", dx, ref.values,
+                                       ref.cancelled, compute_eps(dtype)));
+        EXPECT_TRUE(dx.untouched_outside_view());
+      }
+    }
+  }
+}
+
+// The reference's formula against the derivative itself: for L(x) = sum(g * f(x / T))
+// with f softmax or log-softmax, central differences in long double on small rows.
+TEST_P(Backward, MatchesLongDoubleFiniteDifferences) {
+  const bool log = GetParam();
+  for (std::int64_t n : {1, 2, 3, 7, 13}) {
+    for (long double t : {1.0L, 0.5L, 3.0L}) {
+      std::vector<long double> x(static_cast<std::size_t>(n)), g(x.size());
+      std::normal_distribution<double> normal(0, 2);
+      for (auto& v : x) v = normal(rng());
+      for (auto& v : g) v = normal(rng());
+      auto objective = [&](const std::vector<long double>& at) {
+        std::vector<long double> out(at.size());
+        reference::row(log ? Op::log_softmax : Op::softmax, at, out, t);
+        long double sum = 0;
+        for (std::size_t i = 0; i < out.size(); ++i) sum += g[i] * out[i];
+        return sum;
+      };
+      std::vector<long double> fwd(x.size());
+      reference::row(log ? Op::log_softmax : Op::softmax, x, fwd, t);
+      TestTensor y = make_tensor(DType::f64, {n}, fwd);
+      TestTensor dy = make_tensor(DType::f64, {n}, g);
+      TestTensor dx(DType::f64, {n});
+      BackwardOptions o;
+      o.temperature = static_cast<double>(t);
+      backward(log, y.view(), dy.view(), dx.mutable_view(), o);
+      const long double h = 1e-6L;
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        std::vector<long double> plus = x, minus = x;
+        plus[i] += h;
+        minus[i] -= h;
+        const long double numeric = (objective(plus) - objective(minus)) / (2 * h);
+        // Truncation ~h^2, rounding ~1e-19 / h; y and dy are rounded to f64 first.
+        EXPECT_NEAR(static_cast<double>(dx.at(static_cast<std::int64_t>(i))), static_cast<double>(numeric), 1e-9)
+            << "n " << n << " T " << static_cast<double>(t) << " element " << i;
+      }
+    }
+  }
+}
+
+TEST_P(Backward, InPlaceOverDyOrYGivesTheSameBits) {
+  const bool log = GetParam();
+  for (DType dtype : kDTypes) {
+    for (Layout layout : kOutputLayouts) {
+      const std::vector<std::int64_t> shape = {5, 37};
+      TestTensor y = forward_output(log, dtype, shape, 1, 1, layout, rng());
+      TestTensor dy(dtype, shape, layout);
+      fill_normal(dy, rng(), Distribution{0, 1});
+      TestTensor separate(dtype, shape);
+      backward(log, y.view(), dy.view(), separate.mutable_view(), {});
+      TestTensor over_dy = dy;
+      backward(log, y.view(), over_dy.view(), over_dy.mutable_view(), {});
+      TestTensor over_y = y;
+      backward(log, over_y.view(), dy.view(), over_y.mutable_view(), {});
+      for (std::int64_t i = 0; i < separate.numel(); ++i) {
+        ASSERT_EQ(static_cast<double>(separate.at(i)), static_cast<double>(over_dy.at(i))) << to_string(layout);
+        ASSERT_EQ(static_cast<double>(separate.at(i)), static_cast<double>(over_y.at(i))) << to_string(layout);
+      }
+    }
+  }
+}
+
+TEST_P(Backward, LengthOnePrimesRankZeroAndEmpty) {
+  const bool log = GetParam();
+  for (DType dtype : kDTypes) {
+    // A row of one: y = 1 (log 0), so dx = 0 whatever dy is.
+    TestTensor y = make_tensor(dtype, {4, 1}, {log ? 0.0L : 1.0L, log ? 0.0L : 1.0L, log ? 0.0L : 1.0L, log ? 0.0L : 1.0L});
+    TestTensor dy = make_tensor(dtype, {4, 1}, {1.5L, -3, 0, 1e4L});
+    TestTensor dx(dtype, {4, 1});
+    backward(log, y.view(), dy.view(), dx.mutable_view(), {});
+    for (std::int64_t i = 0; i < 4; ++i) EXPECT_EQ(static_cast<double>(dx.at(i)), 0.0);
+    // Rank 0 behaves as a row of one.
+    TestTensor y0 = make_tensor(dtype, {}, {log ? 0.0L : 1.0L});
+    TestTensor dy0 = make_tensor(dtype, {}, {2.5L});
+    TestTensor dx0(dtype, {});
+    backward(log, y0.view(), dy0.view(), dx0.mutable_view(), {});
+    EXPECT_EQ(static_cast<double>(dx0.at(0)), 0.0);
+    // Prime lengths along a middle axis.
+    for (std::int64_t n : {2, 3, 31, 257, 1021}) {
+      const std::vector<std::int64_t> shape = {2, n, 3};
+      TestTensor yp = forward_output(log, dtype, shape, 1, 1, Layout::contiguous, rng());
+      TestTensor dyp(dtype, shape);
+      fill_normal(dyp, rng(), Distribution{0.5, 2});
+      TestTensor dxp(dtype, shape, Layout::strided);
+      BackwardOptions o;
+      o.axis = 1;
+      backward(log, yp.view(), dyp.view(), dxp.mutable_view(), o);
+      const Reference ref = backward_reference(log, yp, dyp, 1, 1);
+      EXPECT_TRUE(meets_training_bar("prime " + std::to_string(n), dxp, ref.values, ref.cancelled, compute_eps(dtype)));
+    }
+    // Empty tensors: nothing to write, no error.
+    for (const std::vector<std::int64_t>& shape : {std::vector<std::int64_t>{0, 5}, {5, 0}, {0}}) {
+      TestTensor ye(dtype, shape), dye(dtype, shape), dxe(dtype, shape);
+      backward(log, ye.view(), dye.view(), dxe.mutable_view(), {});
+      EXPECT_TRUE(dxe.untouched_outside_view());
+    }
+  }
+}
+
+// Non-finite values follow IEEE arithmetic on the formula, row by row: a NaN or an
+// infinity in dy reaches the whole row through the sum; masked elements (y = 0,
+// log_y = -inf) give dx = 0 (softmax) or dx = dy (log-softmax).
+TEST_P(Backward, NonFiniteValuesAndMaskedElements) {
+  const bool log = GetParam();
+  for (DType dtype : kDTypes) {
+    const long double zero_y = log ? -kInf : 0.0L;
+    const std::vector<long double> y_values = {log ? std::log(0.25L) : 0.25L, zero_y, log ? std::log(0.75L) : 0.75L,
+                                               log ? std::log(0.5L) : 0.5L, log ? std::log(0.5L) : 0.5L, zero_y,
+                                               log ? std::log(0.5L) : 0.5L, log ? std::log(0.5L) : 0.5L, zero_y};
+    const std::vector<long double> dy_values = {1, 100, -2, kNaN, 1, 1, kInf, 1, 3};
+    TestTensor y = make_tensor(dtype, {3, 3}, y_values);
+    TestTensor dy = make_tensor(dtype, {3, 3}, dy_values);
+    TestTensor dx(dtype, {3, 3});
+    backward(log, y.view(), dy.view(), dx.mutable_view(), {});
+    const Reference ref = backward_reference(log, y, dy, 1, 1);
+    EXPECT_TRUE(meets_training_bar(to_string(dtype).data(), dx, ref.values, ref.cancelled, compute_eps(dtype)));
+    // Row 0: the masked element.
+    EXPECT_EQ(static_cast<double>(dx.at(1)), log ? static_cast<double>(round_to(dtype, 100)) : 0.0);
+    for (std::int64_t i = 3; i < 6; ++i) EXPECT_TRUE(std::isnan(dx.at(i))) << "NaN row, element " << i;
+  }
+}
+
+TEST_P(Backward, ResultsDoNotDependOnTheThreadCount) {
+  const bool log = GetParam();
+  const std::vector<std::int64_t> shape = {64, 1000};
+  TestTensor y = forward_output(log, DType::f32, shape, 1, 1, Layout::contiguous, rng());
+  TestTensor dy(DType::f32, shape);
+  fill_normal(dy, rng(), Distribution{0, 1});
+  TestTensor one(DType::f32, shape), many(DType::f32, shape);
+  BackwardOptions o;
+  o.threads = 1;
+  backward(log, y.view(), dy.view(), one.mutable_view(), o);
+  o.threads = 3;
+  backward(log, y.view(), dy.view(), many.mutable_view(), o);
+  EXPECT_EQ(one.bytes(), many.bytes());
+}
+
+// A 256K-element row stays exact: the sums are compensated.
+TEST_P(Backward, LongRowStaysExact) {
+  const bool log = GetParam();
+  const std::int64_t n = 262144;
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    TestTensor y = forward_output(log, dtype, {n}, 0, 1, Layout::contiguous, rng());
+    TestTensor dy(dtype, {n});
+    fill_normal(dy, rng(), Distribution{1, 1});
+    TestTensor dx(dtype, {n});
+    backward(log, y.view(), dy.view(), dx.mutable_view(), {});
+    const Reference ref = backward_reference(log, y, dy, 0, 1);
+    EXPECT_TRUE(meets_training_bar("long row", dx, ref.values, ref.cancelled, compute_eps(dtype)));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, Backward, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& param) {
+                           return std::string(param.param ? "LogSoftmax" : "Softmax");
+                         });
+
+// Every bad argument: smax::Error with the right code and a message naming it, and
+// nothing written.
+class BackwardErrors : public SeededTest {
+ protected:
+  void expect_error(const std::function<void()>& call, Errc code, const std::string& fragment,
+                    const TestTensor& untouched) {
+    const std::vector<unsigned char> before = untouched.bytes();
+    try {
+      call();
+      ADD_FAILURE() << "no smax::Error thrown (expected: " << fragment << ")";
+    } catch (const Error& e) {
+      EXPECT_EQ(to_string(e.code()), to_string(code)) << e.what();
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what() << " lacks " << fragment;
+      EXPECT_NE(std::string(e.what()).find("softmax_backward: "), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(untouched.bytes(), before) << "the output changed";
+  }
+};
+
+TEST_F(BackwardErrors, EveryBadArgumentIsNamed) {
+  TestTensor y(DType::f32, {3, 4}), dy(DType::f32, {3, 4}), dx(DType::f32, {3, 4});
+  fill_normal(y, rng(), {});
+  fill_normal(dy, rng(), {});
+  TestTensor dx_f64(DType::f64, {3, 4}), dx_shape(DType::f32, {4, 3}), dy_shape(DType::f32, {3, 5});
+  for (bool log : {false, true}) {
+    auto call = [&](const TensorView& a, const TensorView& b, const MutableTensorView& c, BackwardOptions o = {}) {
+      return [=] { backward(log, a, b, c, o); };
+    };
+    expect_error(call(y.view(), dy.view(), dx_f64.mutable_view()), Errc::dtype, "dx dtype f64", dx_f64);
+    expect_error(call(y.view(), dy.view(), dx_shape.mutable_view()), Errc::shape, "dx shape [4, 3]", dx_shape);
+    expect_error(call(y.view(), dy_shape.view(), dx.mutable_view()), Errc::shape, "dy shape [3, 5]", dx);
+    expect_error(call(y.view(), dy.view(), dx.mutable_view(), {.axis = 2}), Errc::axis, "axis 2", dx);
+    expect_error(call(y.view(), dy.view(), dx.mutable_view(), {.axis = -3}), Errc::axis, "axis -3", dx);
+    expect_error(call(y.view(), dy.view(), dx.mutable_view(), {.temperature = 0}), Errc::option, "temperature", dx);
+    expect_error(call(y.view(), dy.view(), dx.mutable_view(), {.temperature = std::nan("")}), Errc::option,
+                 "temperature", dx);
+    expect_error(call(y.view(), dy.view(), dx.mutable_view(), {.threads = -1}), Errc::option, "threads", dx);
+    expect_error(call(TensorView(nullptr, DType::f32, {3, 4}), dy.view(), dx.mutable_view()), Errc::null_data,
+                 "data is null", dx);
+    expect_error(call(y.view(), dy.view(), MutableTensorView(nullptr, DType::f32, {3, 4})), Errc::null_data,
+                 "dx data is null", dx);
+    expect_error(call(y.view(), dy.view(), MutableTensorView(dx.data(), DType::f32, {3, 4}, {0, 1})), Errc::strides,
+                 "overlap each other", dx);
+    // dx shifted by one element over dy: a partial overlap.
+    TestTensor shared(DType::f32, {4, 4});
+    fill_normal(shared, rng(), {});
+    const TensorView dy_view(shared.data(), DType::f32, {3, 4});
+    const MutableTensorView dx_view(static_cast<float*>(shared.data()) + 1, DType::f32, {3, 4});
+    expect_error(call(y.view(), dy_view, dx_view), Errc::overlap, "overlaps dy", shared);
+    // dx over y with different strides.
+    const MutableTensorView y_transposed(y.data(), DType::f32, {3, 4}, {1, 3});
+    expect_error(call(y.view(), dy.view(), y_transposed), Errc::overlap, "overlaps", y);
+    expect_error(call(TensorView(y.data(), static_cast<DType>(9), {3, 4}), dy.view(), dx.mutable_view()),
+                 Errc::dtype, "unsupported", dx);
+  }
+}
+
+}  // namespace
+}  // namespace smax::test

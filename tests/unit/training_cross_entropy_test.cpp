@@ -1,0 +1,562 @@
+// cross_entropy: random configurations (dtype, class axis, layouts, index or
+// probability targets, weights, ignore_index, label smoothing, reduction) against a
+// long double reference written from PyTorch's formulas; the gradient against long
+// double finite differences; edge values and shapes; 256K classes; threads; errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "accuracy.hpp"
+#include "random_data.hpp"
+#include "seed.hpp"
+#include "smax/error.hpp"
+#include "smax/training.hpp"
+#include "training_reference.hpp"
+
+namespace smax::test {
+namespace {
+
+constexpr long double kInf = std::numeric_limits<long double>::infinity();
+constexpr long double kNaN = std::numeric_limits<long double>::quiet_NaN();
+constexpr DType kDTypes[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
+
+enum class Targets { i64, i32, probabilities };
+
+std::string to_string(Targets t) {
+  return t == Targets::i64 ? "i64" : t == Targets::i32 ? "i32" : "probabilities";
+}
+
+// Integer targets in a buffer of their own, contiguous or every other element.
+struct IndexTensor {
+  IndexType type = IndexType::i64;
+  std::vector<std::int64_t> shape;
+  std::int64_t step = 1;
+  std::vector<std::int64_t> i64;
+  std::vector<std::int32_t> i32;
+
+  IndexTensor(IndexType t, std::vector<std::int64_t> s, std::int64_t element_step, const std::vector<std::int64_t>& values)
+      : type(t), shape(std::move(s)), step(element_step) {
+    const std::size_t n = values.size() * static_cast<std::size_t>(step) + 1;
+    if (type == IndexType::i64) i64.assign(n, 0x7777);
+    else i32.assign(n, 0x7777);
+    for (std::size_t k = 0; k < values.size(); ++k) {
+      if (type == IndexType::i64) i64[k * static_cast<std::size_t>(step)] = values[k];
+      else i32[k * static_cast<std::size_t>(step)] = static_cast<std::int32_t>(values[k]);
+    }
+  }
+  IndexView view() const {
+    std::vector<std::int64_t> strides(shape.size());
+    std::int64_t s = step;
+    for (std::size_t i = shape.size(); i-- > 0;) {
+      strides[i] = s;
+      s *= std::max<std::int64_t>(shape[i], 1);
+    }
+    const void* data = type == IndexType::i64 ? static_cast<const void*>(i64.data()) : static_cast<const void*>(i32.data());
+    return IndexView(data, type, shape, strides);
+  }
+};
+
+std::vector<std::int64_t> without(const std::vector<std::int64_t>& shape, int axis) {
+  std::vector<std::int64_t> out;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (static_cast<int>(i) != axis) out.push_back(shape[i]);
+  }
+  return out;
+}
+
+std::int64_t product(const std::vector<std::int64_t>& v) {
+  return std::accumulate(v.begin(), v.end(), std::int64_t{1}, std::multiplies<>());
+}
+
+std::vector<long double> values_of(const TestTensor& t) {
+  std::vector<long double> v(static_cast<std::size_t>(t.numel()));
+  for (std::int64_t i = 0; i < t.numel(); ++i) v[static_cast<std::size_t>(i)] = t.at(i);
+  return v;
+}
+
+// The gradient's cancellation allowance: contiguous f32 rows sum their exps with the
+// vectorised float exp (1.01 ulp), so where S * p and a cancel, p carries float
+// precision; every other path computes in double.
+long double grad_eps(DType dtype) { return dtype == DType::f32 ? 0x1p-22L : 0x1p-50L; }
+
+// One configured call: its tensors, the reference case and the checks.
+struct Call {
+  DType dtype = DType::f32;
+  std::vector<std::int64_t> shape;
+  int axis = 1;  // as passed
+  Layout layout = Layout::contiguous;
+  Targets targets = Targets::i64;
+  bool weighted = false;
+  std::optional<std::int64_t> ignore_index;
+  double smoothing = 0;
+  Reduction reduction = Reduction::mean;
+  bool want_grad = true;
+  bool want_log_prob = true;
+  int threads = 0;
+
+  int class_axis() const { return axis < 0 ? axis + static_cast<int>(shape.size()) : axis; }
+  std::string describe() const {
+    std::string s = to_string(dtype).data();
+    s += " shape " + ::testing::PrintToString(shape) + " axis " + std::to_string(axis) + " " +
+         test::to_string(layout) + " targets " + to_string(targets) + (weighted ? " weighted" : "") +
+         (ignore_index ? " ignore " + std::to_string(*ignore_index) : "") + " smoothing " +
+         std::to_string(smoothing) + " reduction " + std::string(smax::to_string(reduction));
+    return s;
+  }
+};
+
+struct Prepared {
+  TestTensor logits;
+  std::optional<IndexTensor> indices;
+  std::optional<TestTensor> probabilities;
+  std::optional<TestTensor> weight;
+  CrossEntropyCase reference_case;
+};
+
+Prepared prepare(const Call& c, Rng& rng, long double spread = 3) {
+  Prepared p{TestTensor(c.dtype, c.shape, c.layout), {}, {}, {}, {}};
+  fill_normal(p.logits, rng, Distribution{0, static_cast<double>(spread)});
+  CrossEntropyCase& r = p.reference_case;
+  r.shape = c.shape;
+  r.axis = c.class_axis();
+  r.logits = values_of(p.logits);
+  r.ignore_index = c.ignore_index;
+  r.label_smoothing = round_to(DType::f64, c.smoothing);
+  r.reduction = c.reduction;
+  const std::int64_t classes = c.shape[static_cast<std::size_t>(r.axis)];
+  const std::vector<std::int64_t> batch = without(c.shape, r.axis);
+  if (c.targets == Targets::probabilities) {
+    r.index_targets = false;
+    p.probabilities.emplace(c.dtype, c.shape, c.layout == Layout::broadcast ? Layout::contiguous : c.layout);
+    std::uniform_real_distribution<double> u(0, 1);
+    for (std::int64_t i = 0; i < p.probabilities->numel(); ++i) p.probabilities->set_at(i, u(rng) < 0.3 ? 0 : u(rng));
+    r.probabilities = values_of(*p.probabilities);
+  } else {
+    std::vector<std::int64_t> values(static_cast<std::size_t>(product(batch)));
+    for (auto& v : values) {
+      v = classes > 0 ? static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(classes)) : 0;
+      if (c.ignore_index && (rng() % 4 == 0 || classes == 0)) v = *c.ignore_index;
+    }
+    p.indices.emplace(c.targets == Targets::i64 ? IndexType::i64 : IndexType::i32, batch, 1 + static_cast<std::int64_t>(rng() % 2),
+                      values);
+    r.indices = values;
+  }
+  if (c.weighted) {
+    p.weight.emplace(c.dtype, std::vector<std::int64_t>{classes}, rng() % 2 ? Layout::strided : Layout::contiguous);
+    std::uniform_real_distribution<double> u(0.1, 2);
+    for (std::int64_t i = 0; i < classes; ++i) p.weight->set_at(i, u(rng));
+    r.weight = values_of(*p.weight);
+  }
+  return p;
+}
+
+struct Outputs {
+  TestTensor loss;
+  TestTensor grad;
+  TestTensor log_prob;
+};
+
+Outputs make_outputs(const Call& c) {
+  const Layout out_layout = c.layout == Layout::broadcast ? Layout::contiguous : c.layout;
+  std::vector<std::int64_t> loss_shape;
+  if (c.reduction == Reduction::none) loss_shape = without(c.shape, c.class_axis());
+  return Outputs{TestTensor(c.dtype, loss_shape, out_layout), TestTensor(c.dtype, c.shape, out_layout),
+                 TestTensor(c.dtype, c.shape, out_layout)};
+}
+
+CrossEntropyOptions options_of(const Call& c, const Prepared& p) {
+  CrossEntropyOptions o;
+  o.axis = c.axis;
+  o.reduction = c.reduction;
+  o.ignore_index = c.ignore_index;
+  o.label_smoothing = c.smoothing;
+  o.threads = c.threads;
+  if (p.weight) o.weight = p.weight->view();
+  return o;
+}
+
+void run(const Call& c, const Prepared& p, Outputs& out) {
+  CrossEntropyOutputs extra;
+  if (c.want_grad) extra.grad = out.grad.mutable_view();
+  if (c.want_log_prob) extra.log_prob = out.log_prob.mutable_view();
+  if (p.indices) cross_entropy(p.logits.view(), p.indices->view(), out.loss.mutable_view(), options_of(c, p), extra);
+  else cross_entropy(p.logits.view(), p.probabilities->view(), out.loss.mutable_view(), options_of(c, p), extra);
+}
+
+void check(const Call& c, const Prepared& p, const Outputs& out) {
+  const CrossEntropyReference ref = cross_entropy_reference(p.reference_case);
+  EXPECT_TRUE(meets_training_bar("loss", out.loss, ref.loss, {}, 0));
+  if (c.want_grad) {
+    EXPECT_TRUE(meets_training_bar("grad", out.grad, ref.grad.values, ref.grad.cancelled, grad_eps(c.dtype)));
+  }
+  if (c.want_log_prob) {
+    EXPECT_TRUE(matches_reference(Op::log_softmax, out.log_prob, Expected{c.shape, ref.log_prob}));
+  }
+  EXPECT_TRUE(out.loss.untouched_outside_view());
+  EXPECT_TRUE(out.grad.untouched_outside_view());
+  EXPECT_TRUE(out.log_prob.untouched_outside_view());
+}
+
+class CrossEntropy : public SeededTest {};
+
+TEST_F(CrossEntropy, RandomConfigurationsMeetTheBar) {
+  constexpr Reduction kReductions[] = {Reduction::none, Reduction::sum, Reduction::mean};
+  constexpr Targets kTargets[] = {Targets::i64, Targets::i32, Targets::probabilities};
+  for (int trial = 0; trial < 240; ++trial) {
+    Call c;
+    c.dtype = kDTypes[trial % 4];
+    const int rank = 1 + static_cast<int>(rng()() % 4);
+    constexpr std::int64_t kMaxExtent[] = {0, 60, 20, 8, 5};
+    c.shape = random_shape(rng(), rank, kMaxExtent[rank]);
+    const int pick = static_cast<int>(rng()() % 3);
+    c.axis = rank == 1 ? 0 : pick == 0 ? 1 : pick == 1 ? -1 : static_cast<int>(rng()() % static_cast<unsigned>(rank));
+    c.layout = kAllLayouts[rng()() % std::size(kAllLayouts)];
+    c.targets = kTargets[(trial / 4) % 3];
+    c.weighted = rng()() % 2;
+    c.reduction = kReductions[(trial / 12) % 3];
+    if (c.targets != Targets::probabilities && rng()() % 3 != 0) {
+      const std::int64_t choices[] = {-100, 0, 1, -1, 1000};
+      c.ignore_index = choices[rng()() % 5];
+    }
+    c.smoothing = rng()() % 3 == 0 ? 0.0 : (rng()() % 2 ? 0.1 : 1.0);
+    SCOPED_TRACE(c.describe());
+    Prepared p = prepare(c, rng());
+    Outputs out = make_outputs(c);
+    run(c, p, out);
+    check(c, p, out);
+  }
+}
+
+// The reference's gradient formula against the derivative of its own loss: central
+// differences in long double, on every kind of call.
+TEST_F(CrossEntropy, GradientMatchesLongDoubleFiniteDifferences) {
+  for (Targets targets : {Targets::i64, Targets::probabilities}) {
+    for (Reduction reduction : {Reduction::none, Reduction::sum, Reduction::mean}) {
+      for (double smoothing : {0.0, 0.2}) {
+        for (bool weighted : {false, true}) {
+          Call c;
+          c.dtype = DType::f64;
+          c.shape = {3, 5, 2};
+          c.targets = targets;
+          c.weighted = weighted;
+          c.reduction = reduction;
+          c.smoothing = smoothing;
+          if (targets != Targets::probabilities) c.ignore_index = 1;
+          SCOPED_TRACE(c.describe());
+          Prepared p = prepare(c, rng());
+          Outputs out = make_outputs(c);
+          run(c, p, out);
+          check(c, p, out);
+          const long double h = 1e-6L;
+          for (std::size_t i = 0; i < p.reference_case.logits.size(); ++i) {
+            CrossEntropyCase plus = p.reference_case, minus = p.reference_case;
+            plus.logits[i] += h;
+            minus.logits[i] -= h;
+            const long double numeric = (cross_entropy_objective(plus) - cross_entropy_objective(minus)) / (2 * h);
+            EXPECT_NEAR(static_cast<double>(out.grad.at(static_cast<std::int64_t>(i))), static_cast<double>(numeric), 1e-9)
+                << "element " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Known values: ONNX's and PyTorch's definitions on a hand-checkable case.
+TEST_F(CrossEntropy, HandCheckedValues) {
+  // logits [[0, ln 3]] with target 1: p = [1/4, 3/4], loss = -ln(3/4); grad = p - onehot.
+  const double ln3 = std::log(3.0);
+  const double logits[] = {0, ln3};
+  const std::int64_t target[] = {1};
+  double loss = 0, grad[2] = {}, log_prob[2] = {};
+  cross_entropy(view(logits, {1, 2}), IndexView(target, {1}), MutableTensorView(&loss, DType::f64, {}), {},
+                {.log_prob = view(log_prob, {1, 2}), .grad = view(grad, {1, 2})});
+  EXPECT_NEAR(loss, -std::log(0.75), 1e-15);
+  EXPECT_NEAR(grad[0], 0.25, 1e-15);
+  EXPECT_NEAR(grad[1], -0.25, 1e-15);
+  EXPECT_NEAR(log_prob[0], std::log(0.25), 1e-15);
+  EXPECT_NEAR(log_prob[1], std::log(0.75), 1e-15);
+}
+
+TEST_F(CrossEntropy, IgnoredTargetsEverywhere) {
+  for (DType dtype : kDTypes) {
+    for (Reduction reduction : {Reduction::none, Reduction::sum, Reduction::mean}) {
+      for (std::int64_t ignore : {-100, 0, 7, 1000}) {
+        Call c;
+        c.dtype = dtype;
+        c.shape = {4, 7, 3};
+        c.reduction = reduction;
+        c.ignore_index = ignore;
+        c.smoothing = 0.1;
+        c.weighted = true;
+        Prepared p = prepare(c, rng());
+        for (auto& v : p.indices->i64) v = ignore;
+        std::fill(p.reference_case.indices.begin(), p.reference_case.indices.end(), ignore);
+        Outputs out = make_outputs(c);
+        run(c, p, out);
+        SCOPED_TRACE(c.describe());
+        check(c, p, out);
+        // PyTorch: the mean of nothing is NaN, the sum 0; the gradient is all 0.
+        if (reduction == Reduction::mean) {
+          EXPECT_TRUE(std::isnan(out.loss.at(0)));
+        } else {
+          for (std::int64_t i = 0; i < out.loss.numel(); ++i) EXPECT_EQ(static_cast<double>(out.loss.at(i)), 0.0);
+        }
+        for (std::int64_t i = 0; i < out.grad.numel(); ++i) ASSERT_EQ(static_cast<double>(out.grad.at(i)), 0.0);
+      }
+    }
+  }
+}
+
+// Rows with NaN, +inf, all -inf, a -inf target, -inf elsewhere; an ignored row with
+// NaN logits contributes nothing (its gradient is exactly 0).
+TEST_F(CrossEntropy, NonFiniteLogits) {
+  for (DType dtype : kDTypes) {
+    for (double smoothing : {0.0, 0.1}) {
+      for (Reduction reduction : {Reduction::none, Reduction::sum}) {
+        Call c;
+        c.dtype = dtype;
+        c.shape = {6, 4};
+        c.reduction = reduction;
+        c.ignore_index = -100;
+        c.smoothing = smoothing;
+        Prepared p = prepare(c, rng());
+        const std::vector<std::vector<long double>> rows = {
+            {1, kNaN, 0, 2}, {1, kInf, 0, 2}, {-kInf, -kInf, -kInf, -kInf}, {-kInf, 1, 2, 3}, {0, -kInf, 1, 2}, {kNaN, 1, 2, 3}};
+        const std::vector<std::int64_t> targets = {0, 0, 1, 0, 2, -100};
+        for (std::int64_t r = 0; r < 6; ++r) {
+          for (std::int64_t k = 0; k < 4; ++k) {
+            p.logits.set_at(r * 4 + k, rows[static_cast<std::size_t>(r)][static_cast<std::size_t>(k)]);
+          }
+          p.indices->i64[static_cast<std::size_t>(r * p.indices->step)] = targets[static_cast<std::size_t>(r)];
+        }
+        p.reference_case.logits = values_of(p.logits);
+        p.reference_case.indices = targets;
+        Outputs out = make_outputs(c);
+        run(c, p, out);
+        SCOPED_TRACE(c.describe());
+        check(c, p, out);
+        if (reduction == Reduction::none) {
+          EXPECT_TRUE(std::isnan(out.loss.at(0)));
+          EXPECT_TRUE(std::isnan(out.loss.at(1)));
+          EXPECT_TRUE(std::isnan(out.loss.at(2)));
+          EXPECT_EQ(out.loss.at(3), kInf);  // the target's logit is -inf
+          EXPECT_EQ(out.loss.at(5), 0);
+        }
+        if (smoothing == 0) {
+          EXPECT_EQ(static_cast<double>(out.grad.at(12)), -1.0);  // p_t - 1 with p_t = 0
+        }
+        for (std::int64_t k = 0; k < 4; ++k) EXPECT_EQ(static_cast<double>(out.grad.at(20 + k)), 0.0);
+      }
+    }
+  }
+}
+
+TEST_F(CrossEntropy, EdgeShapes) {
+  for (DType dtype : kDTypes) {
+    for (Reduction reduction : {Reduction::none, Reduction::sum, Reduction::mean}) {
+      for (Targets targets : {Targets::i64, Targets::probabilities}) {
+        for (const std::vector<std::int64_t>& shape :
+             {std::vector<std::int64_t>{5, 1}, {1, 7}, {0, 4}, {3, 0, 2}, {7}, {2, 13, 1}, {3, 257}}) {
+          Call c;
+          c.dtype = dtype;
+          c.shape = shape;
+          c.axis = shape.size() == 1 ? 0 : 1;
+          c.reduction = reduction;
+          c.targets = targets;
+          if (targets != Targets::probabilities) c.ignore_index = -1;  // C = 0 needs every target ignored
+          SCOPED_TRACE(c.describe());
+          Prepared p = prepare(c, rng());
+          Outputs out = make_outputs(c);
+          run(c, p, out);
+          check(c, p, out);
+        }
+      }
+    }
+  }
+}
+
+// The gradient in place over the logits, and the log-probabilities in place.
+TEST_F(CrossEntropy, InPlaceOverTheLogits) {
+  for (DType dtype : kDTypes) {
+    for (Targets targets : {Targets::i32, Targets::probabilities}) {
+      Call c;
+      c.dtype = dtype;
+      c.shape = {4, 9, 3};
+      c.targets = targets;
+      c.smoothing = 0.05;
+      c.layout = Layout::reversed;
+      Prepared p = prepare(c, rng());
+      Outputs out = make_outputs(c);
+      run(c, p, out);
+      TestTensor in_place = p.logits;
+      TestTensor loss2 = out.loss;
+      CrossEntropyOutputs extra;
+      extra.grad = in_place.mutable_view();
+      if (p.indices) cross_entropy(in_place.view(), p.indices->view(), loss2.mutable_view(), options_of(c, p), extra);
+      else cross_entropy(in_place.view(), p.probabilities->view(), loss2.mutable_view(), options_of(c, p), extra);
+      EXPECT_EQ(in_place.bytes().size(), out.grad.bytes().size());
+      for (std::int64_t i = 0; i < in_place.numel(); ++i) {
+        ASSERT_EQ(static_cast<double>(in_place.at(i)), static_cast<double>(out.grad.at(i))) << i;
+      }
+      EXPECT_EQ(static_cast<double>(loss2.at(0)), static_cast<double>(out.loss.at(0)));
+      TestTensor lp_in_place = p.logits;
+      CrossEntropyOutputs lp;
+      lp.log_prob = lp_in_place.mutable_view();
+      if (p.indices) cross_entropy(lp_in_place.view(), p.indices->view(), loss2.mutable_view(), options_of(c, p), lp);
+      else cross_entropy(lp_in_place.view(), p.probabilities->view(), loss2.mutable_view(), options_of(c, p), lp);
+      for (std::int64_t i = 0; i < lp_in_place.numel(); ++i) {
+        ASSERT_EQ(static_cast<double>(lp_in_place.at(i)), static_cast<double>(out.log_prob.at(i))) << i;
+      }
+    }
+  }
+}
+
+TEST_F(CrossEntropy, ResultsDoNotDependOnTheThreadCount) {
+  Call c;
+  c.shape = {512, 300};
+  c.axis = -1;
+  c.smoothing = 0.1;
+  c.ignore_index = 3;
+  Prepared p = prepare(c, rng());
+  c.threads = 1;
+  Outputs one = make_outputs(c);
+  run(c, p, one);
+  c.threads = 3;
+  Outputs many = make_outputs(c);
+  run(c, p, many);
+  EXPECT_EQ(one.loss.bytes(), many.loss.bytes());
+  EXPECT_EQ(one.grad.bytes(), many.grad.bytes());
+  EXPECT_EQ(one.log_prob.bytes(), many.log_prob.bytes());
+}
+
+// An LLM vocabulary: 256K classes on the last axis, the target dominant or not, the
+// loss and every gradient element at the bar.
+TEST_F(CrossEntropy, VocabularyOf256KStaysExact) {
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    for (double smoothing : {0.0, 0.1}) {
+      Call c;
+      c.dtype = dtype;
+      c.shape = {3, 262144};
+      c.axis = -1;
+      c.smoothing = smoothing;
+      c.reduction = Reduction::none;
+      SCOPED_TRACE(c.describe());
+      Prepared p = prepare(c, rng(), 2);
+      // Row 1: its target far above the rest, so the loss is log(1 + tiny).
+      const std::int64_t t = p.reference_case.indices[1];
+      p.logits.set_at(262144 + t, 40);
+      p.reference_case.logits = values_of(p.logits);
+      Outputs out = make_outputs(c);
+      run(c, p, out);
+      check(c, p, out);
+    }
+  }
+}
+
+// Every bad argument: smax::Error with the right code, a message naming it, nothing written.
+class CrossEntropyErrors : public SeededTest {
+ protected:
+  void expect_error(const std::function<void()>& call, Errc code, const std::string& fragment) {
+    const auto before_loss = out_.loss.bytes();
+    const auto before_grad = out_.grad.bytes();
+    const auto before_lp = out_.log_prob.bytes();
+    try {
+      call();
+      ADD_FAILURE() << "no smax::Error thrown (expected: " << fragment << ")";
+    } catch (const Error& e) {
+      EXPECT_EQ(smax::to_string(e.code()), smax::to_string(code)) << e.what();
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what() << " lacks " << fragment;
+      EXPECT_EQ(std::string(e.what()).rfind("cross_entropy: ", 0), 0u) << e.what();
+    }
+    EXPECT_EQ(out_.loss.bytes(), before_loss) << "loss written";
+    EXPECT_EQ(out_.grad.bytes(), before_grad) << "grad written";
+    EXPECT_EQ(out_.log_prob.bytes(), before_lp) << "log_prob written";
+  }
+
+  CrossEntropyOutputs all() { return {.log_prob = out_.log_prob.mutable_view(), .grad = out_.grad.mutable_view()}; }
+
+  Call call_ = [] {
+    Call c;
+    c.shape = {3, 5, 2};
+    c.reduction = Reduction::none;
+    return c;
+  }();
+  Prepared p_ = prepare(call_, rng());
+  Outputs out_ = make_outputs(call_);
+};
+
+TEST_F(CrossEntropyErrors, OutOfRangeTargetsNameTheirPositionAndValue) {
+  for (std::int64_t bad : {5, -1, -100, 1 << 30}) {
+    p_.indices->i64[static_cast<std::size_t>(3 * p_.indices->step)] = bad;  // position [1, 1]
+    expect_error([&] { cross_entropy(p_.logits.view(), p_.indices->view(), out_.loss.mutable_view(), {.reduction = Reduction::none}, all()); },
+                 Errc::option, "target [1, 1] is " + std::to_string(bad));
+    // Ignored, it is fine.
+    EXPECT_NO_THROW(cross_entropy(p_.logits.view(), p_.indices->view(), out_.loss.mutable_view(),
+                                  {.reduction = Reduction::none, .ignore_index = bad}));
+  }
+}
+
+TEST_F(CrossEntropyErrors, EveryBadArgumentIsNamed) {
+  const IndexView targets = p_.indices->view();
+  const TensorView logits = p_.logits.view();
+  const MutableTensorView loss = out_.loss.mutable_view();
+  auto with = [&](CrossEntropyOptions o) {
+    o.reduction = Reduction::none;
+    return o;
+  };
+  TestTensor w_short(DType::f32, {4}), w_f64(DType::f64, {5}), scalar(DType::f32, {}), wrong(DType::f32, {3, 5, 3});
+  TestTensor probs(DType::f32, {3, 5, 2});
+  expect_error([&] { cross_entropy(logits, targets, loss, with({.weight = w_short.view()}), all()); }, Errc::shape,
+               "weight shape [4]");
+  expect_error([&] { cross_entropy(logits, targets, loss, with({.weight = w_f64.view()}), all()); }, Errc::dtype,
+               "weight dtype f64");
+  expect_error([&] { cross_entropy(logits, targets, loss, with({.label_smoothing = -0.1}), all()); }, Errc::option,
+               "label_smoothing");
+  expect_error([&] { cross_entropy(logits, targets, loss, with({.label_smoothing = 1.5}), all()); }, Errc::option,
+               "label_smoothing");
+  expect_error([&] { cross_entropy(logits, targets, loss, with({.label_smoothing = std::nan("")}), all()); },
+               Errc::option, "label_smoothing");
+  expect_error([&] { cross_entropy(logits, targets, loss, with({.axis = 3}), all()); }, Errc::axis, "axis 3");
+  expect_error([&] { cross_entropy(logits, targets, loss, with({.threads = -2}), all()); }, Errc::option, "threads");
+  expect_error([&] { cross_entropy(logits, targets, scalar.mutable_view(), with({}), all()); }, Errc::shape,
+               "loss shape []");
+  expect_error([&] { cross_entropy(logits, targets, loss, {.reduction = Reduction::mean}, all()); }, Errc::shape,
+               "loss shape [3, 2]");
+  expect_error([&] { cross_entropy(logits, targets, loss, {.reduction = static_cast<Reduction>(7)}, all()); },
+               Errc::option, "unknown reduction");
+  expect_error([&] { cross_entropy(logits, IndexView(p_.indices->i64.data(), {3, 3}), loss, with({}), all()); },
+               Errc::shape, "target shape [3, 3]");
+  expect_error([&] { cross_entropy(logits, probs.view(), loss, with({.ignore_index = -100}), all()); }, Errc::option,
+               "ignore_index");
+  expect_error([&] { cross_entropy(logits, wrong.view(), loss, with({}), all()); }, Errc::shape, "target shape");
+  expect_error([&] { cross_entropy(logits, targets, loss, with({}), {.grad = wrong.mutable_view()}); }, Errc::shape,
+               "grad shape");
+  expect_error([&] { cross_entropy(TensorView(nullptr, DType::f32, {3, 5, 2}), targets, loss, with({}), all()); },
+               Errc::null_data, "logits data is null");
+  expect_error([&] { cross_entropy(TensorView(p_.logits.data(), DType::f32, {}), IndexView(), loss, with({}), all()); },
+               Errc::axis, "rank 0");
+  // Overlaps: grad over the targets' bytes, grad and log_prob sharing memory, the
+  // loss over the logits, grad partly over the logits.
+  expect_error([&] { cross_entropy(logits, probs.view(), loss, with({}), {.grad = probs.mutable_view()}); },
+               Errc::overlap, "grad");
+  expect_error([&] {
+    cross_entropy(logits, targets, loss, with({}), {.log_prob = out_.grad.mutable_view(), .grad = out_.grad.mutable_view()});
+  }, Errc::overlap, "grad");
+  expect_error([&] {
+    cross_entropy(logits, targets, MutableTensorView(p_.logits.data(), DType::f32, {3, 2}), with({}), all());
+  }, Errc::overlap, "loss");
+  expect_error([&] {
+    cross_entropy(logits, targets, loss, with({}),
+                  {.grad = MutableTensorView(static_cast<float*>(p_.logits.data()) + 1, DType::f32, {3, 5, 2})});
+  }, Errc::overlap, "grad");
+}
+
+}  // namespace
+}  // namespace smax::test
