@@ -13,6 +13,15 @@ error of the output against a float64 NumPy reference, over the outputs of at le
 max(1e-30, the smallest normal of the dtype): below that, relative errors measure
 underflow, not accuracy.
 
+``--workload training`` (not in the default set) times the training ops instead, as
+training code calls them: softmax and log-softmax forward then backward (smax's
+forward and ``softmax_backward``/``log_softmax_backward`` against torch's forward
+and autograd backward with a given ``dy``), and cross-entropy with the gradient of its
+mean (``smax.cross_entropy(..., grad=True)`` against
+``torch.nn.functional.cross_entropy`` forward and ``backward()``), on 8 x 128256 and
+4096 x 32000 with random class-index targets. Its table gives each median and
+torch's time over smax's.
+
 ``--json FILE`` writes {"tool", "machine", "results"} in the format of the C++
 ``smax bench --json`` (its fields that apply here): machine is ``smax.info()`` plus
 smax_version and the versions of the libraries compared (null where missing); a
@@ -48,6 +57,9 @@ WORKLOADS: dict[str, list[Case]] = {
     "axis": [Case("axis", (32, 81, 8732), 1)],
 }
 DEFAULT_WORKLOADS = ["classify", "vocab", "attention", "long-row", "axis"]
+# The training workload: (rows, classes), the class axis last.
+TRAINING_SHAPES = [(8, 128256), (4096, 32000)]
+TRAINING_OPS = ("softmax fwd+bwd", "log_softmax fwd+bwd", "cross_entropy fwd+bwd")
 DTYPES = ("float32", "float64", "float16", "bfloat16")
 SMAX_DTYPE_NAMES = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16"}
 
@@ -175,10 +187,74 @@ def max_rel_err(got: np.ndarray, ref: np.ndarray, dtype: str) -> float:
     return float("inf") if np.isnan(errors).any() else float(errors.max())
 
 
+def training_runs(op: str, x: np.ndarray, dy: np.ndarray, target: np.ndarray, dtype: str, threads: int,
+                  use_torch: bool):
+    """(smax's call, torch's call or None) for one training op on logits x: each runs
+    the forward pass and the gradient with respect to x."""
+    t = threads or None
+    if op == "softmax fwd+bwd":
+        def smax_run():
+            return smax.softmax_backward(smax.softmax(x, -1, threads=t), dy, -1, threads=t)
+    elif op == "log_softmax fwd+bwd":
+        def smax_run():
+            return smax.log_softmax_backward(smax.log_softmax(x, -1, threads=t), dy, -1, threads=t)
+    else:
+        def smax_run():
+            return smax.cross_entropy(x, target, axis=-1, ignore_index=None, grad=True, threads=t)[1]
+    if not use_torch:
+        return smax_run, None
+    import torch
+
+    def tensor(a):
+        if dtype == "bfloat16":  # same bytes, seen as torch's bfloat16
+            return torch.from_numpy(a.view(np.uint16)).view(torch.bfloat16)
+        return torch.from_numpy(a)
+
+    tx = tensor(x).clone().requires_grad_(True)
+    tdy = tensor(dy)
+    ttarget = torch.from_numpy(target)
+
+    def torch_run():
+        tx.grad = None
+        if op == "softmax fwd+bwd":
+            torch.softmax(tx, -1).backward(tdy)
+        elif op == "log_softmax fwd+bwd":
+            torch.log_softmax(tx, -1).backward(tdy)
+        else:
+            torch.nn.functional.cross_entropy(tx, ttarget).backward()
+        return tx.grad
+
+    return smax_run, torch_run
+
+
+def run_training(args, use_torch: bool, rng) -> list:
+    print(f"{'op':<22} {'shape':<12} {'dtype':<9} {'smax':>10} {'torch':>10} {'torch/smax':>10}")
+    results = []
+    for rows, classes in TRAINING_SHAPES:
+        for dtype in args.dtype:
+            x = rng.normal(0.0, 3.0, size=(rows, classes)).astype(np.float32).astype(numpy_dtype(dtype))
+            dy = rng.normal(0.0, 1.0, size=(rows, classes)).astype(np.float32).astype(numpy_dtype(dtype))
+            target = rng.integers(0, classes, size=rows, dtype=np.int64)
+            for op in TRAINING_OPS:
+                smax_run, torch_run = training_runs(op, x, dy, target, dtype, args.threads, use_torch)
+                times = {"smax": median_seconds(smax_run, args.repeats)}
+                if torch_run is not None:
+                    times["torch"] = median_seconds(torch_run, args.repeats)
+                torch_text = format_time(times["torch"]) if "torch" in times else "-"
+                ratio = f"{times['torch'] / times['smax']:.2f}x" if "torch" in times else "-"
+                print(f"{op:<22} {rows}x{classes:<{11 - len(str(rows))}} {dtype:<9} {format_time(times['smax']):>10} "
+                      f"{torch_text:>10} {ratio:>10}")
+                for impl, median in times.items():
+                    results.append({"workload": "training", "op": op, "shape": [rows, classes], "axis": -1,
+                                    "dtype": SMAX_DTYPE_NAMES[dtype], "threads": args.threads, "impl": impl,
+                                    "median_s": median, "ok": True})
+    return results
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog="python -m smax.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--workload", default=",".join(DEFAULT_WORKLOADS),
-                        help=f"comma-separated, from: {', '.join(WORKLOADS)} (default: all)")
+                        help=f"comma-separated, from: {', '.join(WORKLOADS)}, training (default: all but training)")
     parser.add_argument("--dtype", default="float32", help=f"comma-separated, from: {', '.join(DTYPES)}")
     parser.add_argument("--threads", type=int, default=0, help="threads for every implementation (0 = all cores)")
     parser.add_argument("--repeats", type=int, default=7, help="timed samples per measurement (the median is kept)")
@@ -192,7 +268,7 @@ def parse_args(argv):
     args.dtype = [d.strip() for d in args.dtype.split(",") if d.strip()]
     args.algorithm = [a.strip() for a in args.algorithm.split(",") if a.strip()]
     args.impl = [i.strip() for i in args.impl.split(",") if i.strip()]
-    for name, given, known in [("workload", args.workload, WORKLOADS), ("dtype", args.dtype, DTYPES),
+    for name, given, known in [("workload", args.workload, [*WORKLOADS, "training"]), ("dtype", args.dtype, DTYPES),
                                ("impl", args.impl, ("smax", "torch", "onnxruntime", "scipy"))]:
         unknown = [g for g in given if g not in known]
         if unknown:
@@ -241,14 +317,22 @@ def main(argv=None) -> int:
     machine = smax.info()
     print(f"smax {machine['version']} on {machine['cpu_model']} ({machine['architecture']}, "
           f"{machine['threads']} threads); Python {sys.version.split()[0]}, NumPy {np.__version__}")
+    rng = np.random.default_rng(0)
+    results = []
+    if "training" in args.workload:
+        args.workload = [w for w in args.workload if w != "training"]
+        use_torch = "torch" in args.impl and not isinstance(make_torch(args.threads), str)
+        if "torch" in args.impl and not use_torch:
+            print("training: torch is not installed; smax only")
+        results += run_training(args, use_torch, rng)
+        if not args.workload:
+            return write_report(args, machine, results)
     impls = build_impls(args)
 
-    rng = np.random.default_rng(0)
     header = f"{'workload':<10} {'shape':<16} {'axis':>4} {'dtype':<8} {'threads':>7} {'impl':<12} " \
              f"{'median':>10} {'GB/s':>8} {'max rel err':>11}"
     print(header)
     print("-" * len(header))
-    results = []
     for case in (c for w in args.workload for c in WORKLOADS[w]):
         for dtype in args.dtype:
             x = rng.normal(0.0, 3.0, size=case.shape).astype(np.float32).astype(numpy_dtype(dtype))
@@ -273,6 +357,10 @@ def main(argv=None) -> int:
                                 "median_s": median, "gbps": gbps,
                                 "max_rel_err": err if math.isfinite(err) else None,  # strict JSON has no inf
                                 "ok": True})
+    return write_report(args, machine, results)
+
+
+def write_report(args, machine: dict, results: list) -> int:
     if args.json:
         report_machine = dict(machine, smax_version=machine["version"], libraries=library_versions())
         with open(args.json, "w") as f:

@@ -57,8 +57,10 @@ def test_random_views(rng, op, axis, view, dtype):
     x = VIEWS[view](random_input(rng, (60, 90), dtype))
     got = call(op, x, axis)
     assert_meets_bar(op, got, reference(op, x, axis), f"{view} axis {axis}")
-    # The view gives what its contiguous copy gives, bit for bit: the same rows.
-    np.testing.assert_array_equal(got, call(op, np.ascontiguousarray(x), axis))
+    # Its contiguous copy may take other kernels (rows for a unit-stride axis, column
+    # panels for a strided one), so it meets the bar too rather than matching bits.
+    copy = np.ascontiguousarray(x)
+    assert_meets_bar(op, call(op, copy, axis), reference(op, copy, axis), f"contiguous copy of {view}, axis {axis}")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)

@@ -48,3 +48,13 @@ def _has_ml_dtypes():
     except ImportError:
         return False
     return True
+
+
+def test_bench_training_workload(monkeypatch, capsys):
+    # The real shapes move gigabytes; the table and its rows are the same on small ones.
+    monkeypatch.setattr(bench, "TRAINING_SHAPES", [(3, 257)])
+    assert bench.main(["--workload", "training", "--repeats", "1", "--threads", "1"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.split()[:1] in (["softmax"], ["log_softmax"],
+                                                                                          ["cross_entropy"])]
+    assert len(lines) == 3
+    assert all("3x257" in line for line in lines)

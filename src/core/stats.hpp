@@ -68,41 +68,11 @@ inline Stats<C> merge(const Stats<C>& a, const Stats<C>& b, C inv_t) {
   return r;
 }
 
-// One lane of the online pass. The sum is kept against a reference point `ref` that
-// moves only when an element exceeds it by more than kRescaleThreshold (in units of
-// T): every exp(ref_old - ref_new) factor then shrinks the old sum by e^-8 or more,
-// so rounding cannot pile up on an ascending row the way one rescale per element
-// would. Terms are at most e^8, far from overflow.
-template <class C>
-struct OnlineLane {
-  static constexpr C kRescaleThreshold = 8;
-
-  C m = -std::numeric_limits<C>::infinity();    // running max (NaN-sticky)
-  C ref = -std::numeric_limits<C>::infinity();  // d is relative to ref; ref <= m
-  ExactSum d;                                   // sum(exp((x - ref) * inv_t))
-
-  void add(C x, C inv_t) {
-    if (x == -std::numeric_limits<C>::infinity()) return;  // adds exp(-inf) = 0
-    m = nan_max(m, x);
-    const C z = (x - ref) * inv_t;
-    if (z > kRescaleThreshold) {
-      d.scale(std::exp(static_cast<double>((ref - x) * inv_t)));
-      d.add(1.0);
-      ref = x;
-    } else {
-      d.add(static_cast<double>(std::exp(z)));
-    }
-  }
-
-  // The same sum against the true max.
-  Stats<C> stats(C inv_t) const {
-    Stats<C> s;
-    s.m = m;
-    if (!std::isfinite(m)) return s;
-    s.d = d;
-    s.d.scale(std::exp(static_cast<double>((ref - m) * inv_t)));
-    return s;
-  }
-};
+// Online softmax keeps its running sum against a reference point that moves only when
+// the max exceeds it by more than this (in units of T): every exp(ref_old - ref_new)
+// factor then shrinks the old sum by e^-8 or more, so rounding cannot pile up on an
+// ascending row the way one rescale per new max would. Terms stay below e^8, far
+// from overflow.
+inline constexpr double kRescaleThreshold = 8;
 
 }  // namespace smax::detail

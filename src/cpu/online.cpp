@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <array>
 #include <limits>
 #include <type_traits>
 
@@ -10,33 +9,11 @@ namespace smax::cpu {
 
 namespace {
 
-// Element i goes to lane i % kLanes, as a SIMD register's lanes would; the lanes'
-// partial (max, sum) pairs merge pairwise in a fixed order.
-inline constexpr int kLanes = 8;
-
-// Pass 1 as the tutorial writes it: running max and rescaled running sum per lane.
-template <class T, class C = typename Element<T>::Compute>
-Stats<C> lane_stats(const Row<T>& row, C inv_t) {
-  std::array<detail::OnlineLane<C>, kLanes> lanes{};
-  for (std::int64_t i = 0; i < row.n; ++i) {
-    lanes[static_cast<std::size_t>(i % kLanes)].add(Element<T>::template load<C>(row.x[i * row.x_stride]), inv_t);
-  }
-  std::array<Stats<C>, kLanes> partial;
-  for (int l = 0; l < kLanes; ++l) partial[static_cast<std::size_t>(l)] = lanes[static_cast<std::size_t>(l)].stats(inv_t);
-  for (int width = 1; width < kLanes; width *= 2) {
-    for (int l = 0; l + width < kLanes; l += 2 * width) {
-      partial[static_cast<std::size_t>(l)] =
-          detail::merge(partial[static_cast<std::size_t>(l)], partial[static_cast<std::size_t>(l + width)], inv_t);
-    }
-  }
-  return partial[0];
-}
-
 // Pass 1 for the types whose passes are vectorised: the running (max, sum) advances a
 // block at a time. Each block's pair comes from the max and exp-sum passes while the block is
 // in L1. Still one read of the row from memory.
-// As in OnlineLane, the running sum is kept against a reference point that moves only
-// when a block's max exceeds it by more than kRescaleThreshold (in units of T): each
+// The running sum is kept against a reference point that moves only when a block's
+// max exceeds it by more than detail::kRescaleThreshold (in units of T): each
 // block's sum is scaled to the reference once, and the running sum is only ever
 // rescaled by e^-8 or less. Merging block by block instead rescales the running sum at
 // every block whose max grew, one rounding each: on an ascending f64 row of 2^24 that
@@ -45,7 +22,7 @@ inline constexpr std::int64_t kBlock = 2048;
 
 template <class T, class C = typename Element<T>::Compute>
 Stats<C> block_stats(const Row<T>& row, C inv_t) {
-  constexpr C kRescaleThreshold = detail::OnlineLane<C>::kRescaleThreshold;
+  constexpr C kRescaleThreshold = static_cast<C>(detail::kRescaleThreshold);
   Stats<C> running;  // running.d is relative to ref until the end
   C ref = -std::numeric_limits<C>::infinity();
   for (std::int64_t begin = 0; begin < row.n; begin += kBlock) {
@@ -75,12 +52,7 @@ void online_row(const Row<T>& row, const RowParams& p) {
   const C inv_t = static_cast<C>(p.inv_t);
 
   // Pass 1: running max and rescaled running sum, in one read of the row.
-  Stats<C> stats;
-  if constexpr (kSimdRows<T> || kSimdF64<T>) {
-    stats = block_stats(row, inv_t);
-  } else {
-    stats = lane_stats(row, inv_t);
-  }
+  const Stats<C> stats = block_stats(row, inv_t);
 
   // Pass 2: the output, backward by default so that it starts on the tail of the row
   // that pass 1 left in cache.

@@ -9,6 +9,7 @@
 #include "cpu/element.hpp"
 #include "smax/training.hpp"
 #include "training/rows.hpp"
+#include "training/simd/gradient_rows.hpp"
 
 namespace smax {
 namespace {
@@ -141,15 +142,39 @@ void log_softmax_backward_row(const T* ly, std::ptrdiff_t lys, const T* dy, std:
   }
 }
 
+// Contiguous rows of f32, f16 and bf16 go to the vectorised kernels
+// (training/simd/gradient_rows.hpp): this arithmetic in double lanes, or in float
+// lanes where that provably meets the same bars; f64 (long double arithmetic) and
+// strided rows stay here.
+template <class T>
+inline constexpr bool kSimdRows = std::is_same_v<T, float> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
+
+template <class T>
+void simd_row(Kind kind, const T* y, const T* dy, T* dx, std::int64_t n, double inv_t) {
+  const auto length = static_cast<std::size_t>(n);
+  if (kind == Kind::softmax) {
+    training::simd::softmax_backward_write(y, dy, dx, length, training::simd::sum_of_products(y, dy, length), inv_t);
+  } else {
+    training::simd::log_softmax_backward_write(y, dy, dx, length, training::simd::sum_of(dy, length).hi, inv_t);
+  }
+}
+
 template <class T>
 void run_typed(const Request& r) {
   const auto* y = reinterpret_cast<const T*>(r.y);
   const auto* dy = reinterpret_cast<const T*>(r.dy);
   auto* dx = reinterpret_cast<T*>(r.dx);
   const auto inv_t = static_cast<Compute<T>>(r.inv_t);
+  const bool contiguous = r.y_stride == 1 && r.dy_stride == 1 && r.dx_stride == 1;
   training::for_rows(r.fold.rows, r.threads, [&](std::int64_t begin, std::int64_t end) {
     RowCursor at(r.fold, begin);
     for (std::int64_t row = begin; row < end; ++row, at.next()) {
+      if constexpr (kSimdRows<T>) {
+        if (contiguous) {
+          simd_row(r.kind, y + at.offset(0), dy + at.offset(1), dx + at.offset(2), r.length, r.inv_t);
+          continue;
+        }
+      }
       if (r.kind == Kind::softmax) {
         softmax_backward_row(y + at.offset(0), r.y_stride, dy + at.offset(1), r.dy_stride, dx + at.offset(2),
                              r.dx_stride, r.length, inv_t);

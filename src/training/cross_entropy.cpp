@@ -25,6 +25,7 @@
 #include "cpu/passes.hpp"
 #include "smax/training.hpp"
 #include "training/rows.hpp"
+#include "training/simd/gradient_rows.hpp"
 
 namespace smax {
 namespace {
@@ -347,30 +348,84 @@ class RowKernel {
     training::CompensatedSum<double> offsets;  // an infinite term stays infinite
     if (!every_class) offsets.add(target_weight * keep * (m - load(t, s)));
     if (every_class || grad_ != nullptr) {
-      const double d = stats.d.value();
-      const double inv_d = 1.0 / d;
-      // p - 1 for the row's unique dominant element: -(d - 1) / d without rounding d.
-      const double p_minus_one = -stats.d.minus_one() * inv_d;
+      const GradientTerms terms(stats, sum_hi, sum_lo);
+      if constexpr (kSimd) {
+        if (vectorised(spread)) return run_vectorised(s, t, target_weight, stats, terms, log_d);
+      }
       for (std::int64_t c = 0; c < n; ++c) {
         const double x = load(c, s);
         const double a = coefficient(c, s, t, target_weight);
         if (every_class) offsets.add(a * (m - x));
-        if (grad_ != nullptr) {
-          double g;
-          if (x == m && d < 2) {
-            // p > 1/2: S * p - a = S * (p - 1) + (S - a), with S - a exact where a ~ S.
-            g = sum_a * p_minus_one + ((sum_hi - a) + sum_lo);
-          } else {
-            g = sum_a * (std::exp(x - m) * inv_d) - a;
-          }
-          store(grad_, s.grad + c * r_.class_stride[kGrad], g * grad_scale_);
-        }
+        if (grad_ != nullptr) store(grad_, s.grad + c * r_.class_stride[kGrad], gradient(x, a, m, terms) * grad_scale_);
       }
     }
     return sum_a * log_d + offsets.hi();
   }
 
  private:
+  // What the gradient S * p_c - a_c of a row needs besides x_c and a_c.
+  struct GradientTerms {
+    GradientTerms(const Stats<double>& stats, double hi, double lo)
+        : d(stats.d.value()),
+          inv_d(1.0 / d),
+          p_minus_one(-stats.d.minus_one() * inv_d),
+          sum_hi(hi),
+          sum_lo(lo),
+          sum_a(hi + lo) {}
+    double d, inv_d;
+    double p_minus_one;  // p - 1 for the row's unique dominant element: -(d - 1) / d without rounding d
+    double sum_hi, sum_lo, sum_a;
+  };
+
+  static double gradient(double x, double a, double m, const GradientTerms& g) {
+    if (x == m && g.d < 2) {
+      // p > 1/2: S * p - a = S * (p - 1) + (S - a), with S - a exact where a ~ S.
+      return g.sum_a * g.p_minus_one + ((g.sum_hi - a) + g.sum_lo);
+    }
+    return g.sum_a * (std::exp(x - m) * g.inv_d) - a;
+  }
+
+  // The vectorised kernels take class-index targets over contiguous rows of f32, f16
+  // or bf16. They compute the gradient in float lanes, so where S * p_c and a_c can
+  // cancel (label smoothing) only f32 goes there, whose bar allows float precision
+  // for it (docs/SEMANTICS.md); f16 and bf16 keep double.
+  static constexpr bool kSimd = std::is_same_v<T, float> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
+  bool vectorised(double spread) const {
+    if (!r_.index_targets || r_.class_stride[kLogits] != 1) return false;
+    if (grad_ != nullptr && r_.class_stride[kGrad] != 1) return false;
+    if (spread != 0 && !std::is_same_v<T, float>) return false;
+    return spread == 0 || r_.weight == nullptr || r_.weight_stride == 1;
+  }
+
+  // The rest of run() for vectorised rows: one pass writes every gradient as if no
+  // class were the target (and sums the smoothing's offsets); then the target's own
+  // gradient is redone in double, as the scalar loop computes it.
+  double run_vectorised(const Sample& s, std::int64_t t, double target_weight, const Stats<double>& stats,
+                        const GradientTerms& terms, double log_d) const {
+    const double m = stats.m;
+    const double keep = 1.0 - r_.smoothing;
+    const double spread = r_.smoothing / static_cast<double>(r_.classes);
+    const double x_t = load(t, s);  // before an in-place gradient overwrites it
+    training::simd::CrossEntropyRow row;
+    row.m = static_cast<float>(m);
+    row.coefficient_sum = terms.sum_a;
+    row.inv_d = terms.inv_d;
+    row.spread = spread;
+    row.scale = grad_scale_;
+    const auto* weight = reinterpret_cast<const T*>(r_.weight);
+    const double spread_offsets = training::simd::cross_entropy_row(
+        x_ + s.logits, grad_ != nullptr ? grad_ + s.grad : nullptr, spread != 0 ? weight : nullptr,
+        static_cast<std::size_t>(r_.classes), row, spread != 0);
+    if (grad_ != nullptr) {
+      const double a_t = coefficient(t, s, t, target_weight);
+      store(grad_, s.grad + t * r_.class_stride[kGrad], gradient(x_t, a_t, m, terms) * grad_scale_);
+    }
+    training::CompensatedSum<double> offsets;
+    offsets.add(target_weight * keep * (m - x_t));
+    if (spread != 0) offsets.add(spread * spread_offsets);
+    return terms.sum_a * log_d + offsets.hi();
+  }
+
   double load(std::int64_t c, const Sample& s) const {
     return cpu::Element<T>::template load<double>(x_[s.logits + c * r_.class_stride[kLogits]]);
   }

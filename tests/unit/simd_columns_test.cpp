@@ -1,12 +1,13 @@
 // The column-panel kernels (cpu/simd/f32_columns.hpp): softmax along a non-last axis,
 // vectorised across the contiguous inner dimension, on every Highway target this
-// machine supports. Through the public API (axes of several ranks, views, dtypes,
+// machine supports. Through the public API (axes of several ranks, views, all dtypes,
 // temperatures, non-finite columns) and on hand-made panels (every width around the
 // vector sizes, misaligned, strided, with guards around the output), always against
 // the long double reference.
 #include <gtest/gtest.h>
 #include <hwy/targets.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -120,9 +121,52 @@ TEST_F(SimdColumns, SixteenBitColumnsMeetTheirOneUlpBar) {
   }
 }
 
+// f64 columns: double lanes, the f64 exp, a compensated sum; held to 1e-13.
+TEST_F(SimdColumns, F64ColumnsMeetTheirBar) {
+  std::uniform_real_distribution<double> offset(-50.0, 50.0);
+  for (std::int64_t length : kLengths) {
+    SCOPED_TRACE("length " + std::to_string(length));
+    TestTensor x(DType::f64, {2, length, 19});
+    fill_normal(x, rng(), Distribution{offset(rng()), random_distribution(rng()).scale});
+    check_everywhere(x, 1, 1.0);
+    check_everywhere(x, 1, 0.01);
+  }
+}
+
+// The bar holds outputs below 1e-30 to an absolute 1e-36 only; the kernels claim more:
+// every normal f64 output within 1e-13 relative, however deep its argument (here z in
+// [-708, -600] at T = 0.1, where the roundings of x - m and of the product by 1/T
+// would cost about 1e-13 if the argument did not carry them).
+TEST_F(SimdColumns, F64DeepArgumentsKeepTheirDigits) {
+  constexpr double kMax = 30.3;
+  std::uniform_real_distribution<double> deep(-40.5, -30.0);
+  constexpr std::int64_t kLength = 300;
+  constexpr std::int64_t kColumns = 37;
+  TestTensor x(DType::f64, {kLength, kColumns});
+  for (std::int64_t i = 0; i < x.numel(); ++i) x.set_at(i, deep(rng()));
+  for (std::int64_t j = 0; j < kColumns; ++j) x.set_at((j * 7 % kLength) * kColumns + j, kMax);
+  Options options;
+  options.axis = 0;
+  options.temperature = 0.1;
+  const Expected expected = reference_nd(Op::softmax, x, options);
+  const long double smallest_normal = std::numeric_limits<double>::min();
+  for (std::int64_t target : simd_targets()) {
+    with_target(target, [&] {
+      TestTensor y = make_output(Op::softmax, x, options, Layout::contiguous);
+      run_op(Op::softmax, x.view(), y.mutable_view(), options);
+      long double worst = 0;
+      for (std::int64_t i = 0; i < y.numel(); ++i) {
+        const long double reference = expected.values[static_cast<std::size_t>(i)];
+        if (reference >= smallest_normal) worst = std::max(worst, std::abs(y.at(i) - reference) / reference);
+      }
+      EXPECT_LE(worst, 1e-13L) << hwy::TargetName(target);
+    });
+  }
+}
+
 // One column per case, side by side: their results must not leak into each other.
 TEST_F(SimdColumns, NonFiniteColumnsKeepTheirSemantics) {
-  for (DType dtype : {DType::f32, DType::bf16}) {
+  for (DType dtype : {DType::f32, DType::f64, DType::bf16}) {
     for (std::int64_t length : {1, 7, 81, 1000}) {
       SCOPED_TRACE(std::string(to_string(dtype)) + " length " + std::to_string(length));
       constexpr std::int64_t kColumns = 19;  // a partial vector after 16 on AVX-512
@@ -152,7 +196,7 @@ TEST_F(SimdColumns, NonFiniteColumnsKeepTheirSemantics) {
 // -log(1 + tiny) at the max is held to one ulp of the tiny value in bf16; a softmax
 // far below the max lands in bf16's (float's) subnormals.
 TEST_F(SimdColumns, DominantMaxAndTinyOutputsStayExact) {
-  for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+  for (DType dtype : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
     for (std::int64_t length : {2, 9, 81}) {
       SCOPED_TRACE(std::string(to_string(dtype)) + " length " + std::to_string(length));
       constexpr std::int64_t kColumns = 21;

@@ -1,7 +1,9 @@
 // softmax_backward and log_softmax_backward: every dtype, axis and layout against a
 // long double reference, the formula itself against long double finite differences,
-// in place, edge values and shapes, threads, errors.
+// in place, edge values and shapes, threads, errors; the vectorised rows on every
+// Highway target.
 #include <gtest/gtest.h>
+#include <hwy/targets.h>
 
 #include <cmath>
 #include <functional>
@@ -13,6 +15,7 @@
 #include "random_data.hpp"
 #include "reference/reference.hpp"
 #include "seed.hpp"
+#include "simd_exp_check.hpp"
 #include "smax/error.hpp"
 #include "smax/ops.hpp"
 #include "smax/training.hpp"
@@ -180,24 +183,100 @@ TEST_P(Backward, LengthOnePrimesRankZeroAndEmpty) {
 
 // Non-finite values follow IEEE arithmetic on the formula, row by row: a NaN or an
 // infinity in dy reaches the whole row through the sum; masked elements (y = 0,
-// log_y = -inf) give dx = 0 (softmax) or dx = dy (log-softmax).
+// log_y = -inf) give dx = 0 (softmax) or dx = dy (log-softmax). On every Highway
+// target: the rows are contiguous, so f32, f16 and bf16 take the vectorised kernels.
 TEST_P(Backward, NonFiniteValuesAndMaskedElements) {
   const bool log = GetParam();
-  for (DType dtype : kDTypes) {
-    const long double zero_y = log ? -kInf : 0.0L;
-    const std::vector<long double> y_values = {log ? std::log(0.25L) : 0.25L, zero_y, log ? std::log(0.75L) : 0.75L,
-                                               log ? std::log(0.5L) : 0.5L, log ? std::log(0.5L) : 0.5L, zero_y,
-                                               log ? std::log(0.5L) : 0.5L, log ? std::log(0.5L) : 0.5L, zero_y};
-    const std::vector<long double> dy_values = {1, 100, -2, kNaN, 1, 1, kInf, 1, 3};
-    TestTensor y = make_tensor(dtype, {3, 3}, y_values);
-    TestTensor dy = make_tensor(dtype, {3, 3}, dy_values);
-    TestTensor dx(dtype, {3, 3});
-    backward(log, y.view(), dy.view(), dx.mutable_view(), {});
-    const Reference ref = backward_reference(log, y, dy, 1, 1);
-    EXPECT_TRUE(meets_training_bar(to_string(dtype).data(), dx, ref.values, ref.cancelled, compute_eps(dtype)));
-    // Row 0: the masked element.
-    EXPECT_EQ(static_cast<double>(dx.at(1)), log ? static_cast<double>(round_to(dtype, 100)) : 0.0);
-    for (std::int64_t i = 3; i < 6; ++i) EXPECT_TRUE(std::isnan(dx.at(i))) << "NaN row, element " << i;
+  for (std::int64_t target : simd_targets()) {
+    SCOPED_TRACE(hwy::TargetName(target));
+    with_target(target, [&] {
+      for (DType dtype : kDTypes) {
+        const long double zero_y = log ? -kInf : 0.0L;
+        const long double quarter = log ? std::log(0.25L) : 0.25L;
+        const long double half = log ? std::log(0.5L) : 0.5L;
+        const long double three_quarters = log ? std::log(0.75L) : 0.75L;
+        const std::vector<long double> y_values = {quarter, zero_y, three_quarters, half, half,
+                                                   zero_y,  half,   half,           zero_y};
+        const std::vector<long double> dy_values = {1, 100, -2, kNaN, 1, 1, kInf, 1, 3};
+        TestTensor y = make_tensor(dtype, {3, 3}, y_values);
+        TestTensor dy = make_tensor(dtype, {3, 3}, dy_values);
+        TestTensor dx(dtype, {3, 3});
+        backward(log, y.view(), dy.view(), dx.mutable_view(), {});
+        const Reference ref = backward_reference(log, y, dy, 1, 1);
+        EXPECT_TRUE(meets_training_bar(to_string(dtype).data(), dx, ref.values, ref.cancelled, compute_eps(dtype)));
+        // Row 0: the masked element.
+        EXPECT_EQ(static_cast<double>(dx.at(1)), log ? static_cast<double>(round_to(dtype, 100)) : 0.0);
+        for (std::int64_t i = 3; i < 6; ++i) EXPECT_TRUE(std::isnan(dx.at(i))) << "NaN row, element " << i;
+      }
+    });
+  }
+}
+
+// Contiguous f32, f16 and bf16 rows go to the vectorised kernels: every Highway
+// target this machine supports, lengths around every vector width (whole vectors,
+// unrolled groups, tails), misaligned rows, a temperature, and in place over dy.
+TEST_P(Backward, VectorisedRowsOnEveryTargetMeetTheBar) {
+  const bool log = GetParam();
+  constexpr std::int64_t kLengths[] = {1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 31, 33, 63, 65, 127, 129, 1000, 4097};
+  for (std::int64_t target : simd_targets()) {
+    SCOPED_TRACE(hwy::TargetName(target));
+    with_target(target, [&] {
+      for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+        for (std::int64_t n : kLengths) {
+          for (Layout layout : {Layout::contiguous, Layout::misaligned}) {
+            const long double t = n % 2 ? 1.0L : 0.7L;
+            const std::vector<std::int64_t> shape = {3, n};
+            TestTensor y = forward_output(log, dtype, shape, 1, t, layout, rng());
+            TestTensor dy(dtype, shape, layout);
+            fill_normal(dy, rng(), Distribution{0.5, 2});
+            TestTensor dx(dtype, shape, layout);
+            BackwardOptions o;
+            o.temperature = static_cast<double>(t);
+            SCOPED_TRACE(std::string(to_string(dtype)) + " n " + std::to_string(n) + " " + to_string(layout));
+            backward(log, y.view(), dy.view(), dx.mutable_view(), o);
+            const Reference ref = backward_reference(log, y, dy, 1, t);
+            EXPECT_TRUE(meets_training_bar("vectorised", dx, ref.values, ref.cancelled, compute_eps(dtype)));
+            EXPECT_TRUE(dx.untouched_outside_view());
+            TestTensor over_dy = dy;
+            backward(log, y.view(), over_dy.view(), over_dy.mutable_view(), o);
+            ASSERT_EQ(over_dy.bytes(), dx.bytes());
+          }
+        }
+      }
+    });
+  }
+}
+
+// log_softmax_backward on inputs that are not log-probabilities (positive, NaN)
+// gives what the formula gives (the vectorised kernel's exp covers log_y <= 0 only
+// and must hand the others to std::exp), next to valid and -inf elements in the same
+// vectors.
+TEST(BackwardLog, InputsThatAreNotLogProbabilitiesFollowTheFormula) {
+  const std::int64_t n = 37;
+  for (std::int64_t target : simd_targets()) {
+    SCOPED_TRACE(hwy::TargetName(target));
+    with_target(target, [&] {
+      for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+        std::vector<long double> log_y(static_cast<std::size_t>(2 * n)), dy(log_y.size());
+        for (std::size_t i = 0; i < log_y.size(); ++i) {
+          log_y[i] = -static_cast<long double>(i % 11) * 0.75L;
+          dy[i] = 0.25L * static_cast<long double>(i % 5) - 0.5L;
+        }
+        log_y[3] = 0.5L;
+        log_y[17] = 5;
+        log_y[30] = -kInf;
+        log_y[n + 5] = kNaN;
+        TestTensor ly = make_tensor(dtype, {2, n}, log_y);
+        TestTensor g = make_tensor(dtype, {2, n}, dy);
+        TestTensor dx(dtype, {2, n});
+        log_softmax_backward(ly.view(), g.view(), dx.mutable_view(), {});
+        const Reference ref = backward_reference(true, ly, g, 1, 1);
+        EXPECT_TRUE(meets_training_bar(std::string(to_string(dtype)), dx, ref.values, ref.cancelled,
+                                       compute_eps(dtype)));
+        EXPECT_TRUE(std::isnan(dx.at(n + 5)));
+        EXPECT_FALSE(std::isnan(dx.at(n + 4)));
+      }
+    });
   }
 }
 

@@ -3,6 +3,7 @@
 // long double reference written from PyTorch's formulas; the gradient against long
 // double finite differences; edge values and shapes; 256K classes; threads; errors.
 #include <gtest/gtest.h>
+#include <hwy/targets.h>
 
 #include <cmath>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include "accuracy.hpp"
 #include "random_data.hpp"
 #include "seed.hpp"
+#include "simd_exp_check.hpp"
 #include "smax/error.hpp"
 #include "smax/training.hpp"
 #include "training_reference.hpp"
@@ -379,6 +381,87 @@ TEST_F(CrossEntropy, EdgeShapes) {
         }
       }
     }
+  }
+}
+
+// Contiguous rows of f32, f16 and bf16 with class-index targets take the vectorised
+// gradient pass (training/simd/gradient_rows.hpp): every Highway target this machine
+// supports, lengths around every vector width, smoothing (f32) and weights, logits
+// spread so wide that some exps leave float's normal range (done in double), -inf
+// logits, and the gradient in place over the logits (same bits).
+TEST_F(CrossEntropy, VectorisedRowsOnEveryTargetMeetTheBar) {
+  constexpr std::int64_t kLengths[] = {1, 2, 3, 7, 15, 16, 17, 33, 65, 129, 1000, 4097};
+  constexpr Reduction kReductions[] = {Reduction::none, Reduction::sum, Reduction::mean};
+  int trial = 0;
+  for (std::int64_t target : simd_targets()) {
+    SCOPED_TRACE(hwy::TargetName(target));
+    with_target(target, [&] {
+      for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+        for (std::int64_t n : kLengths) {
+          for (double smoothing : {0.0, 0.1}) {
+            ++trial;
+            Call c;
+            c.dtype = dtype;
+            c.shape = {3, n};
+            c.axis = -1;
+            c.layout = trial % 3 == 0 ? Layout::misaligned : Layout::contiguous;
+            c.weighted = trial % 2 == 0;
+            c.smoothing = smoothing;
+            c.reduction = kReductions[trial % 3];
+            c.want_log_prob = trial % 4 == 0;
+            SCOPED_TRACE(c.describe() + " trial " + std::to_string(trial));
+            Prepared p = prepare(c, rng(), trial % 5 == 0 ? 40 : 3);
+            if (n > 4) {
+              // A masked class that is nobody's target.
+              const std::vector<std::int64_t>& t = p.reference_case.indices;
+              const std::int64_t masked = (t[0] + 1) % n;
+              if (masked != t[1] && masked != t[2]) {
+                for (std::int64_t r = 0; r < 3; ++r) p.logits.set_at(r * n + masked, -kInf);
+                p.reference_case.logits = values_of(p.logits);
+              }
+            }
+            Outputs out = make_outputs(c);
+            run(c, p, out);
+            check(c, p, out);
+            TestTensor in_place = p.logits;
+            TestTensor loss = out.loss;
+            CrossEntropyOutputs extra;
+            extra.grad = in_place.mutable_view();
+            cross_entropy(in_place.view(), p.indices->view(), loss.mutable_view(), options_of(c, p), extra);
+            for (std::int64_t i = 0; i < in_place.numel(); ++i) {
+              ASSERT_EQ(static_cast<double>(in_place.at(i)), static_cast<double>(out.grad.at(i))) << i;
+            }
+            EXPECT_EQ(loss.bytes(), out.loss.bytes());
+          }
+        }
+      }
+    });
+  }
+}
+
+// Class weights so small that S / d falls below float's normal range (reduction sum):
+// the vectorised pass must not lose the gradient's relative precision there.
+TEST_F(CrossEntropy, TinyWeightsKeepTheGradientsPrecision) {
+  for (std::int64_t target : simd_targets()) {
+    SCOPED_TRACE(hwy::TargetName(target));
+    with_target(target, [&] {
+      for (double smoothing : {0.0, 0.1}) {
+        Call c;
+        c.shape = {2, 300};
+        c.axis = -1;
+        c.weighted = true;
+        c.smoothing = smoothing;
+        c.reduction = Reduction::sum;
+        c.want_log_prob = false;
+        Prepared p = prepare(c, rng());
+        for (std::int64_t i = 0; i < 300; ++i) p.weight->set_at(i, 1e-37 * (1 + static_cast<double>(i % 7)));
+        p.reference_case.weight = values_of(*p.weight);
+        Outputs out = make_outputs(c);
+        run(c, p, out);
+        SCOPED_TRACE(c.describe());
+        check(c, p, out);
+      }
+    });
   }
 }
 

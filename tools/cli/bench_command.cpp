@@ -15,6 +15,7 @@
 #include "bench_impls.hpp"
 #include "bench_report.hpp"
 #include "bench_timing.hpp"
+#include "bench_training.hpp"
 #include "bench_workloads.hpp"
 #include "commands.hpp"
 #include "smax/error.hpp"
@@ -154,6 +155,16 @@ void list_points(const std::vector<Point>& points, const std::vector<Implementat
   std::cout << '\n';
 }
 
+void list_training_points() {
+  const auto w = std::find_if(workloads().begin(), workloads().end(),
+                              [](const WorkloadInfo& info) { return info.name == "training"; });
+  std::cout << "training: " << w->summary << '\n';
+  for (const TrainingPoint& p : training_points()) {
+    std::cout << "  " << p.op << ' ' << p.label() << ' ' << to_string(p.dtype) << "  (" << p.moved_bytes() / 1024
+              << " KiB moved)\n";
+  }
+}
+
 }  // namespace
 
 int run_bench(std::span<const std::string> args) {
@@ -195,8 +206,10 @@ int run_bench(std::span<const std::string> args) {
   check_writable("plot", plot_path);
 
   const std::vector<Point> points = make_points(info.workloads, info.bytes_per_point);
+  const bool training = std::find(info.workloads.begin(), info.workloads.end(), "training") != info.workloads.end();
   if (arguments.has("list")) {
     list_points(points, impls);
+    if (training) list_training_points();
     return 0;
   }
 
@@ -247,6 +260,17 @@ int run_bench(std::span<const std::string> args) {
   }
   progress.clear();
 
+  int training_failures = 0;
+  if (training) {
+    TrainingSettings settings;
+    settings.threads = info.threads;
+    settings.repeats = info.repeats;
+    settings.memory_budget = info.memory_budget;
+    settings.cache_bytes = info.cache_bytes;
+    settings.seed = info.seed;
+    training_failures = run_training(settings, std::cout);
+  }
+
   if (json_path) write_json(*json_path, info, results);
   if (csv_path) write_csv(*csv_path, results);
   if (plot_path) {
@@ -265,7 +289,8 @@ int run_bench(std::span<const std::string> args) {
   if (json_path) std::cout << "json: " << *json_path << '\n';
   if (csv_path) std::cout << "csv: " << *csv_path << '\n';
 
-  const auto failures = std::count_if(results.begin(), results.end(), [](const Result& r) { return r.failed(); });
+  const auto failures = std::count_if(results.begin(), results.end(), [](const Result& r) { return r.failed(); }) +
+                        training_failures;
   if (failures > 0) {
     std::cerr << "smax: error: " << failures << " measurement(s) failed their check (marked '!' in the tables)\n";
     return 1;

@@ -8,7 +8,7 @@
 namespace smax::cli::bench {
 namespace {
 
-constexpr std::array<WorkloadInfo, 7> kWorkloads{{
+constexpr std::array<WorkloadInfo, 10> kWorkloads{{
     {"sweep", "f32 rows x columns, columns 128 to 2^20 (doubling, and 1000, 3000, 50257, 300000), rows sized by --bytes",
      true},
     {"vocab", "LLM vocabulary rows: 1, 8 and 64 rows of 32000, 128256, 151936 and 262144 (f32)", true},
@@ -18,6 +18,13 @@ constexpr std::array<WorkloadInfo, 7> kWorkloads{{
     {"long-row", "single rows of 2^22 to 2^27 elements (f32; 16 MiB to 512 MiB each)", false},
     {"half", "bf16 and f16: 256 x 1000, 8 x 32000, 8 x 128256, sweep columns 1024, 16384, 262144, "
              "[8, 256, 56, 56] axis 1",
+     false},
+    {"cache", "one core, rows that fit in cache: 256 x 1024, 64 x 1000, 1 x 32000, 1 x 128256 (f32; run with "
+              "--threads 1 --memory 0)",
+     false},
+    {"dram", "a large batch from memory: 16384 x 4096 in f32, bf16 and f16", false},
+    {"training", "softmax_backward, log_softmax_backward and cross-entropy with its gradient: 8 x 128256 and "
+                 "4096 x 32000, f32 and bf16, against a copy of the same bytes (a table of its own)",
      false},
 }};
 
@@ -80,6 +87,17 @@ void add_half(std::vector<Point>& points, std::size_t bytes) {
   }
 }
 
+void add_cache(std::vector<Point>& points) {
+  for (std::vector<std::int64_t> shape : {std::vector<std::int64_t>{256, 1024}, std::vector<std::int64_t>{64, 1000},
+                                          std::vector<std::int64_t>{1, 32000}, std::vector<std::int64_t>{1, 128256}}) {
+    points.push_back(last_axis("cache", std::move(shape)));
+  }
+}
+
+void add_dram(std::vector<Point>& points) {
+  for (DType dtype : {DType::f32, DType::bf16, DType::f16}) points.push_back(last_axis("dram", {16384, 4096}, dtype));
+}
+
 }  // namespace
 
 std::int64_t Point::numel() const {
@@ -117,6 +135,9 @@ std::vector<Point> make_points(std::span<const std::string> names, std::size_t b
     else if (name == "axis") add_axis(points);
     else if (name == "long-row") add_long_rows(points);
     else if (name == "half") add_half(points, bytes_per_point);
+    else if (name == "cache") add_cache(points);
+    else if (name == "dram") add_dram(points);
+    // "training" has no softmax points: bench_training.cpp measures it.
   }
   return points;
 }

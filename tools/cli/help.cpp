@@ -145,6 +145,14 @@ Workloads (--workload, comma-separated; 'all' for every one):
   long-row    single rows of 2^22 to 2^27 elements (not in the default set)
   half        bf16 and f16: 256 x 1000, 8 x 32000, 8 x 128256, three sweep
               points and [8, 256, 56, 56] axis 1 (not in the default set)
+  training    softmax_backward, log_softmax_backward and cross-entropy with its
+              gradient on 8 x 128256 and 4096 x 32000, f32 and bf16, beside a
+              plain kernel moving the same bytes (backward: 2 reads + 1 write;
+              cross-entropy: memcpy); a table of its own, not in --json/--csv
+              (not in the default set)
+  cache       one core, rows that fit in cache: 256 x 1024, 64 x 1000,
+              1 x 32000, 1 x 128256 (run with --threads 1 --memory 0)
+  dram        16384 x 4096 from memory in f32, bf16 and f16
 The default is sweep,vocab,attention,classify at 1 and all threads, with 16 MiB
 per sized point: about 2 minutes on 2 cores. --bytes 256M gives the tutorial's
 sizes, at several times the time.

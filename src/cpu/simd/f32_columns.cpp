@@ -1,6 +1,7 @@
 // The column-panel kernels of f32_columns.hpp, compiled for every target Highway
 // offers (foreach_target.h re-includes this file once per target) and dispatched at
-// run time with HWY_DYNAMIC_DISPATCH.
+// run time with HWY_DYNAMIC_DISPATCH. One set of passes, generic over the lane type
+// L: float lanes for f32, f16 and bf16 panels, double lanes for f64 panels.
 #include "cpu/simd/f32_columns.hpp"
 
 #include <algorithm>
@@ -15,13 +16,16 @@
 #define SMAX_CPU_SIMD_F32_COLUMNS_ONCE
 namespace smax::cpu::simd::columns_detail {
 
-// The per-column state of one panel, one entry per column (padded to whole vectors).
+// The per-column state of one panel, one entry per column (padded to whole vectors);
+// L is the lane type.
+template <class L>
 struct ColumnState {
-  float* m;        // the max; after Finish, -m (0 for a non-finite column)
-  float* nan;      // all bits set where the column holds a NaN
-  float* factor;   // after Finish: 1/d (softmax) or log(d) (log_softmax)
-  double* at_max;  // how many elements equal the max (each adds exactly 1 to d)
-  double* others;  // sum of exp((x - m) / T) over the other elements
+  L* m;                  // the max; after Finish, -m (0 for a non-finite column)
+  L* nan;                // all bits set where the column holds a NaN
+  L* factor;             // after Finish: 1/d (softmax) or log(d) (log_softmax)
+  double* at_max;        // how many elements equal the max (each adds exactly 1 to d)
+  double* others;        // sum of exp((x - m) / T) over the other elements
+  double* others_error;  // double lanes: the exact rounding errors of that sum
 };
 
 }  // namespace smax::cpu::simd::columns_detail
@@ -37,6 +41,7 @@ struct ColumnState {
 #include "cpu/simd/argument-inl.h"
 #include "cpu/simd/convert-inl.h"
 #include "cpu/simd/exp-inl.h"
+#include "cpu/simd/exp_f64-inl.h"
 #include "cpu/simd/walk-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -48,8 +53,11 @@ using columns_detail::ColumnState;
 
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
-// The double lanes of one float vector: its lower and upper halves (one vector of
-// one lane on the scalar target, where the upper half is unused).
+using D64 = hn::ScalableTag<double>;  // the lanes of f64 panels
+using V64 = hn::Vec<D64>;
+
+// The double lanes of one float vector: its lower and upper halves (one vector of one
+// lane on the scalar target, where the upper half is unused).
 #if HWY_TARGET == HWY_SCALAR
 using DD = hn::Rebind<double, DF>;
 inline constexpr bool kTwoHalves = false;
@@ -59,7 +67,6 @@ inline constexpr bool kTwoHalves = true;
 #endif
 using VD = hn::Vec<DD>;
 
-// The double lanes of one float vector.
 struct Wide {
   VD lo, hi;
 };
@@ -96,40 +103,51 @@ HWY_INLINE void StoreWide(const Wide& w, double* p) {
   if constexpr (kTwoHalves) hn::StoreU(w.hi, dd, p + hn::Lanes(dd));
 }
 
-HWY_INLINE Wide Add(const Wide& a, const Wide& b) {
+HWY_INLINE Wide AddWide(const Wide& a, const Wide& b) {
   if constexpr (kTwoHalves) return {hn::Add(a.lo, b.lo), hn::Add(a.hi, b.hi)};
   return {hn::Add(a.lo, b.lo), a.hi};
 }
 
-// bf16 outputs reach float's subnormals, which ExpFlush would drop (and so would the
-// sum terms behind log_softmax's -log(1 + tiny) at a column's max); the others flush.
-template <class T>
-HWY_INLINE VF Exp(DF df, VF z, VF z_lo) {
-  if constexpr (std::is_same_v<T, bfloat16>) {
-    return ExpGradual(df, z, z_lo);
+// exp(z + z_lo) for an output of type T: double for f64; bf16 outputs reach float's
+// subnormals, which ExpFlush would drop (and so would the sum terms behind
+// log_softmax's -log(1 + tiny) at a column's max); f32 and f16 flush.
+template <class T, class D, class V = hn::Vec<D>>
+HWY_INLINE V Exp(D d, V z, V z_lo) {
+  if constexpr (std::is_same_v<T, double>) {
+    return ExpF64Flush(d, z, z_lo);
+  } else if constexpr (std::is_same_v<T, bfloat16>) {
+    return ExpGradual(d, z, z_lo);
   } else {
-    return ExpFlush(df, z, z_lo);
+    return ExpFlush(d, z, z_lo);
   }
 }
 
-template <class T, bool kTail>
-HWY_INLINE VF Load(DF df, const T* p, std::size_t count, VF fill) {
-  if constexpr (kTail) {
-    return LoadTailF32(df, p, count, fill);
+// Lanes(d) elements of type T at p as lanes of D (the `count` first of them, the
+// others `fill`, with kTail), and back (rounded to nearest even for 16-bit types).
+template <class T, bool kTail, class D, class V = hn::Vec<D>>
+HWY_INLINE V Load(D d, const T* p, std::size_t count, V fill) {
+  if constexpr (std::is_same_v<T, double>) {
+    if constexpr (kTail) return LoadTail(d, p, count, fill);
+    return hn::LoadU(d, p);
+  } else if constexpr (kTail) {
+    return LoadTailF32(d, p, count, fill);
   } else {
-    (void)count;
-    (void)fill;
-    return LoadF32(df, p);
+    return LoadF32(d, p);
   }
 }
 
-template <class T, bool kTail>
-HWY_INLINE void Store(DF df, VF v, T* p, std::size_t count) {
-  if constexpr (kTail) {
-    StoreTailF32(df, v, p, count);
+template <class T, bool kTail, class D, class V = hn::Vec<D>>
+HWY_INLINE void Store(D d, V v, T* p, std::size_t count) {
+  if constexpr (std::is_same_v<T, double>) {
+    if constexpr (kTail) {
+      StoreTail(d, v, p, count);
+    } else {
+      hn::StoreU(v, d, p);
+    }
+  } else if constexpr (kTail) {
+    StoreTailF32(d, v, p, count);
   } else {
-    (void)count;
-    StoreF32(df, v, p);
+    StoreF32(d, v, p);
   }
 }
 
@@ -144,13 +162,13 @@ HWY_INLINE void ForRowBlocks(std::size_t length, Block&& block) {
   for (; i < length; ++i) block(i, std::integral_constant<std::size_t, 1>());
 }
 
-// Applies `vector(j, count)` to the columns [0, width) a vector at a time; count is
-// Lanes() but for a last partial vector (kTail).
-template <class Vector>
-HWY_INLINE void ForColumnVectors(DF df, std::size_t width, Vector&& vector) {
-  const std::size_t N = hn::Lanes(df);
+// Applies `vector(j, count, kTail_tag)` to the columns [0, width) a vector at a time;
+// count is Lanes() but for a last partial vector (kTail).
+template <class D, class Vector>
+HWY_INLINE void ForColumnVectors(D d, std::size_t width, Vector&& vector) {
+  const std::size_t N = hn::Lanes(d);
   Walk<1>(
-      df, width, false, [&](std::size_t j) { vector(j, N, std::false_type()); },
+      d, width, false, [&](std::size_t j) { vector(j, N, std::false_type()); },
       [&](std::size_t j) { vector(j, N, std::false_type()); },
       [&](std::size_t j, std::size_t count) { vector(j, count, std::true_type()); });
 }
@@ -165,29 +183,28 @@ struct Strided {
 
 // Pass 1: the max of every column, NaNs noted apart (x86's max drops a NaN depending
 // on the operand order).
-template <class T>
-void MaxPass(Strided<const T> x, std::size_t width, std::size_t length, const ColumnState& s) {
-  const DF df;
-  const std::size_t N = hn::Lanes(df);
-  const VF neg_inf = hn::Set(df, -std::numeric_limits<float>::infinity());
+template <class D, class T, class L = hn::TFromD<D>>
+void MaxPass(D d, Strided<const T> x, std::size_t width, std::size_t length, const ColumnState<L>& s) {
+  const std::size_t N = hn::Lanes(d);
+  const auto neg_inf = hn::Set(d, -std::numeric_limits<L>::infinity());
   for (std::size_t j = 0; j < width; j += N) {
-    hn::StoreU(neg_inf, df, s.m + j);
-    hn::StoreU(hn::Zero(df), df, s.nan + j);
+    hn::StoreU(neg_inf, d, s.m + j);
+    hn::StoreU(hn::Zero(d), d, s.nan + j);
   }
   ForRowBlocks(length, [&](std::size_t i, auto rows_tag) {
     constexpr std::size_t kRows = decltype(rows_tag)::value;
-    ForColumnVectors(df, width, [&](std::size_t j, std::size_t count, auto tail_tag) {
+    ForColumnVectors(d, width, [&](std::size_t j, std::size_t count, auto tail_tag) {
       constexpr bool kTail = decltype(tail_tag)::value;
-      VF m = hn::LoadU(df, s.m + j);
+      auto m = hn::LoadU(d, s.m + j);
       auto nan = hn::IsNaN(neg_inf);  // all false
       for (std::size_t k = 0; k < kRows; ++k) {
-        const VF v = Load<T, kTail>(df, x.row(i + k) + j, count, neg_inf);
+        const auto v = Load<T, kTail>(d, x.row(i + k) + j, count, neg_inf);
         m = hn::Max(m, v);
         nan = hn::Or(nan, hn::IsNaN(v));
       }
-      hn::StoreU(m, df, s.m + j);
-      if (HWY_UNLIKELY(!hn::AllFalse(df, nan))) {
-        hn::StoreU(hn::Or(hn::LoadU(df, s.nan + j), hn::VecFromMask(df, nan)), df, s.nan + j);
+      hn::StoreU(m, d, s.m + j);
+      if (HWY_UNLIKELY(!hn::AllFalse(d, nan))) {
+        hn::StoreU(hn::Or(hn::LoadU(d, s.nan + j), hn::VecFromMask(d, nan)), d, s.nan + j);
       }
     });
   });
@@ -195,51 +212,107 @@ void MaxPass(Strided<const T> x, std::size_t width, std::size_t length, const Co
 
 // -m where m is finite, else 0: then x - m is never inf - inf, and a column whose
 // max is -inf maps its -inf elements to exp(-inf) = 0 and -inf.
-HWY_INLINE VF NegFiniteMax(VF m) { return hn::IfThenElseZero(hn::IsFinite(m), hn::Neg(m)); }
+template <class V>
+HWY_INLINE V NegFiniteMax(V m) {
+  return hn::IfThenElseZero(hn::IsFinite(m), hn::Neg(m));
+}
 
-// Pass 2: at_max and others of every column; with kStore (f32 softmax) each term also
-// goes to `terms` (y), so that the output pass only scales it: one exp per element.
-template <bool kUnitT, bool kStore, class T>
-void SumPass(Strided<const T> x, Strided<float> terms, std::size_t width, std::size_t length,
-             const InverseTemperatureLanes<DF>& t, const ColumnState& s) {
-  const DF df;
-  const DD dd;
-  const std::size_t N = hn::Lanes(df);
-  const VF one = hn::Set(df, 1.0f);
-  for (std::size_t j = 0; j < width; j += N) {
-    StoreWide({hn::Zero(dd), hn::Zero(dd)}, s.at_max + j);
-    StoreWide({hn::Zero(dd), hn::Zero(dd)}, s.others + j);
+// The sums of one column vector in pass 2: the elements equal to the max counted, the
+// others' exp terms summed. Float lanes: in double lanes, each term rounded once.
+struct FloatSums {
+  VF at_max_in_block = hn::Zero(DF());
+  Wide others;
+  FloatSums(const ColumnState<float>& s, std::size_t j) : others(LoadWide(s.others + j)) {}
+  HWY_INLINE void Add(VF e, hn::Mask<DF> is_max) {
+    at_max_in_block = hn::Add(at_max_in_block, hn::IfThenElseZero(is_max, hn::Set(DF(), 1.0f)));
+    others = AddWide(others, Promote(hn::IfThenZeroElse(is_max, e)));
   }
+  HWY_INLINE void Store(const ColumnState<float>& s, std::size_t j) const {
+    StoreWide(AddWide(LoadWide(s.at_max + j), Promote(at_max_in_block)), s.at_max + j);
+    StoreWide(others, s.others + j);
+  }
+};
+
+// Double lanes: a compensated sum (the f64 bar leaves no room for n roundings of a
+// long column); with both operands >= 0, max - sum + min is the sum's exact error.
+struct DoubleSums {
+  V64 at_max, others, error;
+  DoubleSums(const ColumnState<double>& s, std::size_t j)
+      : at_max(hn::LoadU(D64(), s.at_max + j)),
+        others(hn::LoadU(D64(), s.others + j)),
+        error(hn::LoadU(D64(), s.others_error + j)) {}
+  HWY_INLINE void Add(V64 e, hn::Mask<D64> is_max) {
+    at_max = hn::Add(at_max, hn::IfThenElseZero(is_max, hn::Set(D64(), 1.0)));
+    const V64 term = hn::IfThenZeroElse(is_max, e);
+    const V64 sum = hn::Add(others, term);
+    error = hn::Add(error, hn::Add(hn::Sub(hn::Max(others, term), sum), hn::Min(others, term)));
+    others = sum;
+  }
+  HWY_INLINE void Store(const ColumnState<double>& s, std::size_t j) const {
+    hn::StoreU(at_max, D64(), s.at_max + j);
+    hn::StoreU(others, D64(), s.others + j);
+    hn::StoreU(error, D64(), s.others_error + j);
+  }
+};
+
+template <class L>
+using Sums = std::conditional_t<std::is_same_v<L, double>, DoubleSums, FloatSums>;
+
+// Pass 2: at_max and others of every column; with kStore each term also goes to
+// `terms` (y: f32 softmax on float lanes, f64 softmax on double lanes), so that the
+// output pass only scales it: one exp per element.
+template <bool kUnitT, bool kStore, class D, class T, class L = hn::TFromD<D>>
+void SumPass(D d, Strided<const T> x, Strided<L> terms, std::size_t width, std::size_t length,
+             const InverseTemperatureLanes<D>& t, const ColumnState<L>& s) {
+  const std::size_t padded = (width + hn::Lanes(d) - 1) / hn::Lanes(d) * hn::Lanes(d);
+  std::fill_n(s.at_max, padded, 0.0);
+  std::fill_n(s.others, padded, 0.0);
+  std::fill_n(s.others_error, padded, 0.0);
   ForRowBlocks(length, [&](std::size_t i, auto rows_tag) {
     constexpr std::size_t kRows = decltype(rows_tag)::value;
-    ForColumnVectors(df, width, [&](std::size_t j, std::size_t count, auto tail_tag) {
+    ForColumnVectors(d, width, [&](std::size_t j, std::size_t count, auto tail_tag) {
       constexpr bool kTail = decltype(tail_tag)::value;
-      const VF m = hn::LoadU(df, s.m + j);
-      const VF neg_m = NegFiniteMax(m);
-      VF at_max = hn::Zero(df);
-      Wide others = LoadWide(s.others + j);
+      const auto m = hn::LoadU(d, s.m + j);
+      const auto neg_m = NegFiniteMax(m);
+      Sums<L> sums(s, j);
       for (std::size_t k = 0; k < kRows; ++k) {
-        const VF v = Load<T, kTail>(df, x.row(i + k) + j, count, hn::Zero(df));
-        VF z, z_lo;
-        ScaledDifference<kUnitT, true>(df, t, v, neg_m, z, z_lo);
-        const VF e = Exp<T>(df, z, z_lo);
-        if constexpr (kStore) Store<float, kTail>(df, e, terms.row(i + k) + j, count);
-        const auto is_max = hn::Eq(v, m);
-        at_max = hn::Add(at_max, hn::IfThenElseZero(is_max, one));
-        others = Add(others, Promote(hn::IfThenZeroElse(is_max, e)));
+        const auto v = Load<T, kTail>(d, x.row(i + k) + j, count, hn::Zero(d));
+        hn::Vec<D> z, z_lo;
+        ScaledDifference<kUnitT, true>(d, t, v, neg_m, z, z_lo);
+        const auto e = Exp<T>(d, z, z_lo);
+        if constexpr (kStore) Store<L, kTail>(d, e, terms.row(i + k) + j, count);
+        sums.Add(e, hn::Eq(v, m));
       }
-      StoreWide(Add(LoadWide(s.at_max + j), Promote(at_max)), s.at_max + j);
-      StoreWide(others, s.others + j);
+      sums.Store(s, j);
     });
   });
 }
 
 // log(d) = log1p(d - 1) in double lanes, where the elements equal to the max add
 // exactly 1 each: d - 1 = (at_max - 1) + others keeps a dominant max's tiny rest.
-HWY_INLINE VD LogSum(VD at_max, VD others) {
-  const DD dd;
-  const VD d_minus_one = hn::Add(hn::Sub(at_max, hn::Set(dd, 1.0)), others);
+template <class DDouble, class V>
+HWY_INLINE V LogSum(DDouble dd, V at_max, V others) {
+  const V d_minus_one = hn::Add(hn::Sub(at_max, hn::Set(dd, 1.0)), others);
   return hn::Log1p(dd, hn::Max(d_minus_one, hn::Zero(dd)));  // >= 0 but for a non-finite column
+}
+
+// f(dd, m, at_max, others) over the double lanes of column vector j, as lanes of L.
+template <class F>
+HWY_INLINE VF InDouble(VF m, const ColumnState<float>& s, std::size_t j, F&& f) {
+  const DD dd;
+  const Wide m_wide = Promote(m);
+  const Wide at_max = LoadWide(s.at_max + j);
+  const Wide others = LoadWide(s.others + j);
+  const VD lo = f(dd, m_wide.lo, at_max.lo, others.lo);
+  if constexpr (kTwoHalves) return Demote({lo, f(dd, m_wide.hi, at_max.hi, others.hi)});
+  return Demote({lo, lo});
+}
+
+template <class F>
+HWY_INLINE V64 InDouble(V64 m, const ColumnState<double>& s, std::size_t j, F&& f) {
+  const D64 d;
+  const V64 others = hn::Add(hn::LoadU(d, s.others + j), hn::LoadU(d, s.others_error + j));
+  return f(d, m, hn::LoadU(d, s.at_max + j), others);
 }
 
 // finish_row's decisions, vectorised over the columns. Softmax and log-softmax leave
@@ -247,130 +320,126 @@ HWY_INLINE VD LogSum(VD at_max, VD others) {
 // +inf gets NaN, an all -inf column the AllMasked policy (with -m = 0 its elements
 // give exp(-inf) * factor and -inf - factor). Logsumexp stores m/T + log(d) at y + j:
 // NaN for a NaN, +inf for +inf, -inf for all -inf.
-template <class T>
-void Finish(T* y, std::size_t width, const ColumnParams& params, const ColumnState& s) {
-  const DF df;
-  const DD dd;
-  const std::size_t N = hn::Lanes(df);
-  const VF nan = hn::Set(df, std::numeric_limits<float>::quiet_NaN());
-  const VF inf = hn::Set(df, std::numeric_limits<float>::infinity());
-  const VD one = hn::Set(dd, 1.0);
-  const VD inv_t = hn::Set(dd, params.inv_t);
+template <class D, class T, class L = hn::TFromD<D>>
+void Finish(D d, T* y, std::size_t width, const ColumnParams& params, const ColumnState<L>& s) {
+  const std::size_t N = hn::Lanes(d);
+  const auto nan = hn::Set(d, std::numeric_limits<L>::quiet_NaN());
+  const auto inf = hn::Set(d, std::numeric_limits<L>::infinity());
+  const double inv_t = params.inv_t;
   for (std::size_t j = 0; j < width; j += N) {
-    const VF m = hn::LoadU(df, s.m + j);
-    const Wide at_max = LoadWide(s.at_max + j);
-    const Wide others = LoadWide(s.others + j);
-    const auto has_nan = hn::Or(hn::MaskFromVec(hn::LoadU(df, s.nan + j)), hn::IsNaN(m));
+    const auto m = hn::LoadU(d, s.m + j);
+    const auto has_nan = hn::Or(hn::MaskFromVec(hn::LoadU(d, s.nan + j)), hn::IsNaN(m));
     if (params.op == Op::logsumexp) {
-      const Wide m_wide = Promote(m);
-      const VF lse = Demote({hn::MulAdd(m_wide.lo, inv_t, LogSum(at_max.lo, others.lo)),
-                             hn::MulAdd(m_wide.hi, inv_t, LogSum(at_max.hi, others.hi))});
-      const VF value = hn::IfThenElse(has_nan, nan, hn::IfThenElse(hn::IsFinite(m), lse, m));
+      const auto lse = InDouble(m, s, j, [&](auto dd, auto md, auto at_max, auto others) {
+        return hn::MulAdd(md, hn::Set(dd, inv_t), LogSum(dd, at_max, others));
+      });
+      const auto value = hn::IfThenElse(has_nan, nan, hn::IfThenElse(hn::IsFinite(m), lse, m));
       if (j + N <= width) {
-        StoreF32(df, value, y + j);
+        Store<T, false>(d, value, y + j, N);
       } else {
-        StoreTailF32(df, value, y + j, width - j);
+        Store<T, true>(d, value, y + j, width - j);
       }
       continue;
     }
-    VF factor;
-    if (params.op == Op::softmax) {
-      factor = Demote({hn::Div(one, hn::Add(at_max.lo, others.lo)), hn::Div(one, hn::Add(at_max.hi, others.hi))});
-    } else {
-      factor = Demote({LogSum(at_max.lo, others.lo), LogSum(at_max.hi, others.hi)});
-    }
+    const bool softmax = params.op == Op::softmax;
+    auto factor = InDouble(m, s, j, [&](auto dd, auto /*md*/, auto at_max, auto others) {
+      return softmax ? hn::Div(hn::Set(dd, 1.0), hn::Add(at_max, others)) : LogSum(dd, at_max, others);
+    });
     const auto poisoned = hn::Or(has_nan, hn::Eq(m, inf));
     const auto all_masked = hn::AndNot(poisoned, hn::Eq(m, hn::Neg(inf)));
-    const VF masked_factor = params.all_masked == AllMasked::zero ? hn::Zero(df) : nan;
+    const auto masked_factor = params.all_masked == AllMasked::zero ? hn::Zero(d) : nan;
     factor = hn::IfThenElse(poisoned, nan, hn::IfThenElse(all_masked, masked_factor, factor));
-    hn::StoreU(NegFiniteMax(m), df, s.m + j);
-    hn::StoreU(factor, df, s.factor + j);
+    hn::StoreU(NegFiniteMax(m), d, s.m + j);
+    hn::StoreU(factor, d, s.factor + j);
   }
 }
 
 // Pass 3, last row first (the rows read last are the likeliest still in cache), from
 // `src` (S) to y (T): kScaleOnly: src holds the exp terms, y = src * (1/d); else
 // exp((x - m) / T) * (1/d) or (x - m) / T - log(d).
-template <bool kUnitT, bool kLog, bool kScaleOnly, class T, class S>
-void OutputPass(Strided<const S> src, Strided<T> y, std::size_t width, std::size_t length,
-                const InverseTemperatureLanes<DF>& t, const ColumnState& s) {
-  const DF df;
+template <bool kUnitT, bool kLog, bool kScaleOnly, class D, class T, class S, class L = hn::TFromD<D>>
+void OutputPass(D d, Strided<const S> src, Strided<T> y, std::size_t width, std::size_t length,
+                const InverseTemperatureLanes<D>& t, const ColumnState<L>& s) {
   for (std::size_t i = length; i-- > 0;) {
     const S* from = src.row(i);
     T* to = y.row(i);
-    ForColumnVectors(df, width, [&](std::size_t j, std::size_t count, auto tail_tag) {
+    ForColumnVectors(d, width, [&](std::size_t j, std::size_t count, auto tail_tag) {
       constexpr bool kTail = decltype(tail_tag)::value;
-      const VF factor = hn::LoadU(df, s.factor + j);
-      const VF v = Load<S, kTail>(df, from + j, count, hn::Zero(df));
-      VF out;
+      const auto factor = hn::LoadU(d, s.factor + j);
+      const auto v = Load<S, kTail>(d, from + j, count, hn::Zero(d));
+      hn::Vec<D> out;
       if constexpr (kScaleOnly) {
         out = hn::Mul(v, factor);
       } else {
-        VF z, z_lo;
+        hn::Vec<D> z, z_lo;
         if constexpr (kLog) {
-          ScaledDifference<kUnitT>(df, t, v, hn::LoadU(df, s.m + j), z, z_lo);
+          ScaledDifference<kUnitT>(d, t, v, hn::LoadU(d, s.m + j), z, z_lo);
           out = hn::Sub(hn::Add(z, z_lo), factor);
         } else {
-          ScaledDifference<kUnitT, true>(df, t, v, hn::LoadU(df, s.m + j), z, z_lo);
-          out = hn::Mul(Exp<T>(df, z, z_lo), factor);
+          ScaledDifference<kUnitT, true>(d, t, v, hn::LoadU(d, s.m + j), z, z_lo);
+          out = hn::Mul(Exp<T>(d, z, z_lo), factor);
         }
       }
-      Store<T, kTail>(df, out, to + j, count);
+      Store<T, kTail>(d, out, to + j, count);
     });
   }
 }
 
-// The three passes over the panel (see f32_columns.hpp). f32 softmax keeps its exp
-// terms in y between passes 2 and 3; 16-bit outputs cannot hold them exactly, so
-// their output pass computes exp again.
-template <bool kUnitT, class T>
-void PanelT(const ColumnPanel<T>& p, const ColumnParams& params, const InverseTemperature& it,
-            const ColumnState& s) {
-  const DF df;
-  const InverseTemperatureLanes<DF> t(df, it);
+// The passes over one panel (see f32_columns.hpp). Softmax keeps its exp terms in y
+// between passes 2 and 4 where y holds the lanes' type exactly (f32, f64); 16-bit
+// outputs cannot, so their output pass computes exp again.
+template <bool kUnitT, class D, class T, class L = hn::TFromD<D>>
+void PanelT(D d, const ColumnPanel<T>& p, const ColumnParams& params, const InverseTemperature& it,
+            const ColumnState<L>& s) {
+  const InverseTemperatureLanes<D> t(d, it);
   const Strided<const T> x{p.x, p.x_stride};
   const Strided<T> y{p.y, p.y_stride};
-  MaxPass(x, p.width, p.length, s);
+  MaxPass(d, x, p.width, p.length, s);
   const bool softmax = params.op == Op::softmax;
-  constexpr bool kTermsInY = std::is_same_v<T, float>;
-  // Only dereferenced where T is float.
-  const Strided<float> terms{reinterpret_cast<float*>(p.y), p.y_stride};
+  constexpr bool kTermsInY = std::is_same_v<T, L>;
+  // Only dereferenced where T is L.
+  const Strided<L> terms{reinterpret_cast<L*>(p.y), p.y_stride};
   if (softmax && kTermsInY) {
-    SumPass<kUnitT, true, T>(x, terms, p.width, p.length, t, s);
+    SumPass<kUnitT, true>(d, x, terms, p.width, p.length, t, s);
   } else {
-    SumPass<kUnitT, false, T>(x, terms, p.width, p.length, t, s);
+    SumPass<kUnitT, false>(d, x, terms, p.width, p.length, t, s);
   }
-  Finish(p.y, p.width, params, s);
+  Finish(d, p.y, p.width, params, s);
   if (softmax && kTermsInY) {
-    OutputPass<kUnitT, false, true>(Strided<const float>{terms.p, terms.stride}, y, p.width, p.length, t, s);
+    OutputPass<kUnitT, false, true>(d, Strided<const L>{terms.p, terms.stride}, y, p.width, p.length, t, s);
   } else if (softmax) {
-    OutputPass<kUnitT, false, false>(x, y, p.width, p.length, t, s);
+    OutputPass<kUnitT, false, false>(d, x, y, p.width, p.length, t, s);
   } else if (params.op == Op::log_softmax) {
-    OutputPass<kUnitT, true, false>(x, y, p.width, p.length, t, s);
+    OutputPass<kUnitT, true, false>(d, x, y, p.width, p.length, t, s);
   }
 }
 
-template <class T>
-void AnyPanel(const ColumnPanel<T>& p, const ColumnParams& params, const ColumnState& s) {
+template <class D, class T, class L = hn::TFromD<D>>
+void AnyPanel(D d, const ColumnPanel<T>& p, const ColumnParams& params, const ColumnState<L>& s) {
   const InverseTemperature it = InverseTemperature::of(params.inv_t);
   if (it.unit) {
-    PanelT<true>(p, params, it, s);
+    PanelT<true>(d, p, params, it, s);
   } else {
-    PanelT<false>(p, params, it, s);
+    PanelT<false>(d, p, params, it, s);
   }
 }
 
 }  // namespace columns
 
-void ColumnsF32(const ColumnPanel<float>& p, const ColumnParams& params, const columns_detail::ColumnState& s) {
-  columns::AnyPanel(p, params, s);
+void ColumnsF32(const ColumnPanel<float>& p, const ColumnParams& params,
+                const columns_detail::ColumnState<float>& s) {
+  columns::AnyPanel(columns::DF(), p, params, s);
 }
-void ColumnsF16(const ColumnPanel<half>& p, const ColumnParams& params, const columns_detail::ColumnState& s) {
-  columns::AnyPanel(p, params, s);
+void ColumnsF16(const ColumnPanel<half>& p, const ColumnParams& params, const columns_detail::ColumnState<float>& s) {
+  columns::AnyPanel(columns::DF(), p, params, s);
 }
 void ColumnsBF16(const ColumnPanel<bfloat16>& p, const ColumnParams& params,
-                 const columns_detail::ColumnState& s) {
-  columns::AnyPanel(p, params, s);
+                 const columns_detail::ColumnState<float>& s) {
+  columns::AnyPanel(columns::DF(), p, params, s);
+}
+void ColumnsF64(const ColumnPanel<double>& p, const ColumnParams& params,
+                const columns_detail::ColumnState<double>& s) {
+  columns::AnyPanel(columns::D64(), p, params, s);
 }
 
 }  // namespace smax::cpu::simd::HWY_NAMESPACE
@@ -380,20 +449,21 @@ HWY_AFTER_NAMESPACE();
 namespace smax::cpu::simd {
 namespace {
 
-// This thread's column state, grown to hold `width` columns padded to whole vectors
-// of any target (at most 64 float lanes).
-columns_detail::ColumnState state_for(std::size_t width) {
-  thread_local hwy::AlignedFreeUniquePtr<float[]> floats;
+// This thread's column state for lanes of L, grown to hold `width` columns padded to
+// whole vectors of any target (at most 256 bytes).
+template <class L>
+columns_detail::ColumnState<L> state_for(std::size_t width) {
+  thread_local hwy::AlignedFreeUniquePtr<L[]> lanes;
   thread_local hwy::AlignedFreeUniquePtr<double[]> doubles;
   thread_local std::size_t capacity = 0;
   const std::size_t padded = (width + 63) / 64 * 64;
   if (padded > capacity) {
-    floats = hwy::AllocateAligned<float>(3 * padded);
-    doubles = hwy::AllocateAligned<double>(2 * padded);
+    lanes = hwy::AllocateAligned<L>(3 * padded);
+    doubles = hwy::AllocateAligned<double>(3 * padded);
     capacity = padded;
   }
-  return {floats.get(), floats.get() + capacity, floats.get() + 2 * capacity, doubles.get(),
-          doubles.get() + capacity};
+  return {lanes.get(),   lanes.get() + capacity,   lanes.get() + 2 * capacity,
+          doubles.get(), doubles.get() + capacity, doubles.get() + 2 * capacity};
 }
 
 }  // namespace
@@ -401,15 +471,19 @@ columns_detail::ColumnState state_for(std::size_t width) {
 HWY_EXPORT(ColumnsF32);
 HWY_EXPORT(ColumnsF16);
 HWY_EXPORT(ColumnsBF16);
+HWY_EXPORT(ColumnsF64);
 
 void columns(const ColumnPanel<float>& panel, const ColumnParams& params) {
-  HWY_DYNAMIC_DISPATCH(ColumnsF32)(panel, params, state_for(panel.width));
+  HWY_DYNAMIC_DISPATCH(ColumnsF32)(panel, params, state_for<float>(panel.width));
 }
 void columns(const ColumnPanel<half>& panel, const ColumnParams& params) {
-  HWY_DYNAMIC_DISPATCH(ColumnsF16)(panel, params, state_for(panel.width));
+  HWY_DYNAMIC_DISPATCH(ColumnsF16)(panel, params, state_for<float>(panel.width));
 }
 void columns(const ColumnPanel<bfloat16>& panel, const ColumnParams& params) {
-  HWY_DYNAMIC_DISPATCH(ColumnsBF16)(panel, params, state_for(panel.width));
+  HWY_DYNAMIC_DISPATCH(ColumnsBF16)(panel, params, state_for<float>(panel.width));
+}
+void columns(const ColumnPanel<double>& panel, const ColumnParams& params) {
+  HWY_DYNAMIC_DISPATCH(ColumnsF64)(panel, params, state_for<double>(panel.width));
 }
 
 }  // namespace smax::cpu::simd

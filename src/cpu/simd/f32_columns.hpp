@@ -9,14 +9,15 @@
 // of kColumnBlockRows rows whose per-column state stays in registers:
 //  1. The max of every column (NaNs noted apart).
 //  2. The sum of exp((x - m) / T): elements equal to the max add exactly 1 and are
-//     counted apart from the others, which are summed in double lanes, so d - 1 is
-//     exact where the max dominates its column (as ExactSum::minus_one keeps it for
-//     rows). f32 softmax stores each exp term in y.
+//     counted apart from the others, which are summed in double lanes (compensated
+//     for f64), so d - 1 is exact where the max dominates its column (as
+//     ExactSum::minus_one keeps it for rows). f32 and f64 softmax store each exp term
+//     in y.
 //  3. Per column, vectorised: finish_row's non-finite cases (a NaN or +inf: NaN; all
 //     -inf: the AllMasked policy), 1/d, or log(d) = log1p(d - 1) in double;
 //     logsumexp writes m / T + log(d) here and stops.
 //  4. Output, last row first (the rows read last are the likeliest still in cache):
-//     f32 softmax scales the terms in y by 1/d (one exp per element in all); 16-bit
+//     f32 and f64 softmax scale the terms in y by 1/d (one exp per element); 16-bit
 //     softmax computes exp((x - m) / T) / d again; log-softmax (x - m) / T - log(d).
 // The exp argument carries its rounding error (argument-inl.h), as in the row kernels.
 //
@@ -57,9 +58,11 @@ struct ColumnParams {
 };
 
 // One panel, computed in f32 lanes (16-bit types are widened on load and rounded to
-// nearest even on store; bf16 outputs keep float's subnormal results).
+// nearest even on store; bf16 outputs keep float's subnormal results), or for f64 in
+// f64 lanes (exp_f64-inl.h's exp, a compensated sum).
 void columns(const ColumnPanel<float>& panel, const ColumnParams& params);
 void columns(const ColumnPanel<half>& panel, const ColumnParams& params);
 void columns(const ColumnPanel<bfloat16>& panel, const ColumnParams& params);
+void columns(const ColumnPanel<double>& panel, const ColumnParams& params);
 
 }  // namespace smax::cpu::simd

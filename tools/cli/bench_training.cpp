@@ -1,0 +1,272 @@
+#include "bench_training.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <limits>
+#include <new>
+#include <random>
+
+#include "smax/ops.hpp"
+#include "smax/options.hpp"
+#include "smax/tensor.hpp"
+#include "smax/training.hpp"
+
+namespace smax::cli::bench {
+namespace {
+
+constexpr std::size_t kPage = 4096;
+
+std::size_t round_up(std::size_t bytes, std::size_t step) { return (bytes + step - 1) / step * step; }
+
+void store(std::byte* data, DType dtype, std::int64_t i, float v) {
+  switch (dtype) {
+    case DType::f32: reinterpret_cast<float*>(data)[i] = v; return;
+    case DType::f64: reinterpret_cast<double*>(data)[i] = v; return;
+    case DType::f16: reinterpret_cast<half*>(data)[i] = to_half(v); return;
+    case DType::bf16: reinterpret_cast<bfloat16*>(data)[i] = to_bfloat16(v); return;
+  }
+}
+
+double load(const std::byte* data, DType dtype, std::int64_t i) {
+  switch (dtype) {
+    case DType::f32: return reinterpret_cast<const float*>(data)[i];
+    case DType::f64: return reinterpret_cast<const double*>(data)[i];
+    case DType::f16: return to_float(reinterpret_cast<const half*>(data)[i]);
+    case DType::bf16: return to_float(reinterpret_cast<const bfloat16*>(data)[i]);
+  }
+  return std::nan("");
+}
+
+// The sets of one point: inputs a (y, log_y or the logits) and b (dy), output out,
+// repeated past the last-level cache (within the memory budget) and taken in turn,
+// as Workspace does for softmax.
+class TrainingBuffers {
+ public:
+  TrainingBuffers(const TrainingPoint& point, const TrainingSettings& settings)
+      : point_(point), tensor_stride_(round_up(point.tensor_bytes(), kPage)) {
+    const std::size_t set_bytes = 3 * tensor_stride_;
+    const std::size_t wanted = (2 * settings.cache_bytes + set_bytes - 1) / set_bytes;
+    sets_ = std::max<std::size_t>(1, std::min(wanted, settings.memory_budget / set_bytes));
+    base_ = static_cast<std::byte*>(std::aligned_alloc(kPage, sets_ * set_bytes));
+    if (base_ == nullptr) throw std::bad_alloc();
+    fill(settings.seed);
+  }
+  TrainingBuffers(const TrainingBuffers&) = delete;
+  TrainingBuffers& operator=(const TrainingBuffers&) = delete;
+  ~TrainingBuffers() { std::free(base_); }
+
+  struct Set {
+    std::byte* a;
+    std::byte* b;
+    std::byte* out;
+  };
+  Set next() {
+    std::byte* set = base_ + cursor_ * 3 * tensor_stride_;
+    cursor_ = (cursor_ + 1) % sets_;
+    return {set, set + tensor_stride_, set + 2 * tensor_stride_};
+  }
+  const std::vector<std::int64_t>& targets() const { return targets_; }
+  bool from_dram(std::size_t cache_bytes) const { return sets_ * 3 * tensor_stride_ > cache_bytes; }
+
+  void poison(std::byte* out) const {
+    for (std::int64_t i = 0; i < numel(); ++i) store(out, point_.dtype, i, std::numeric_limits<float>::quiet_NaN());
+  }
+  // The index of the first output that is not finite (unwritten, or wrong); -1 if none.
+  std::int64_t first_bad(const std::byte* out) const {
+    for (std::int64_t i = 0; i < numel(); ++i) {
+      if (!std::isfinite(load(out, point_.dtype, i))) return i;
+    }
+    return -1;
+  }
+
+ private:
+  std::int64_t numel() const { return point_.rows * point_.columns; }
+
+  // Logits normal(0, 3); for the backward passes a = softmax or log_softmax of them
+  // (what a forward pass hands over) and b = dy normal(0, 1); for cross-entropy
+  // random class-index targets.
+  void fill(std::uint64_t seed) {
+    std::mt19937_64 random(seed);
+    std::normal_distribution<float> logit(0.0f, 3.0f);
+    std::normal_distribution<float> gradient(0.0f, 1.0f);
+    Set first = next();
+    cursor_ = 0;
+    const std::vector<std::int64_t> shape{point_.rows, point_.columns};
+    if (point_.op == "cross_entropy") {
+      for (std::int64_t i = 0; i < numel(); ++i) store(first.a, point_.dtype, i, logit(random));
+      targets_.resize(static_cast<std::size_t>(point_.rows));
+      std::uniform_int_distribution<std::int64_t> cls(0, point_.columns - 1);
+      for (auto& t : targets_) t = cls(random);
+    } else {
+      for (std::int64_t i = 0; i < numel(); ++i) store(first.out, point_.dtype, i, logit(random));
+      const TensorView logits(first.out, point_.dtype, shape);
+      const MutableTensorView forward(first.a, point_.dtype, shape);
+      if (point_.op == "softmax_backward") softmax(logits, forward);
+      else log_softmax(logits, forward);
+      for (std::int64_t i = 0; i < numel(); ++i) store(first.b, point_.dtype, i, gradient(random));
+    }
+    for (std::size_t s = 1; s < sets_; ++s) {
+      std::memcpy(base_ + s * 3 * tensor_stride_, first.a, 2 * tensor_stride_);
+    }
+  }
+
+  TrainingPoint point_;
+  std::size_t tensor_stride_;
+  std::size_t sets_ = 1;
+  std::size_t cursor_ = 0;
+  std::byte* base_ = nullptr;
+  std::vector<std::int64_t> targets_;
+};
+
+// The memory limit for the op's bytes: every thread streams one contiguous slice,
+// reading one input (memcpy) or two (a word-wise xor of both) and writing one output.
+void copy_kernel(const TrainingPoint& point, int threads, const TrainingBuffers::Set& set) {
+  const std::size_t bytes = point.tensor_bytes();
+  const bool two_inputs = point.tensors_read() == 2;
+#pragma omp parallel num_threads(threads)
+  {
+    const auto t = static_cast<std::size_t>(omp_get_thread_num());
+    const auto nt = static_cast<std::size_t>(omp_get_num_threads());
+    // Slices of whole cache lines, so no two threads write one line.
+    const std::size_t slice = (bytes / nt + 63) / 64 * 64;
+    const std::size_t begin = std::min(bytes, t * slice);
+    const std::size_t end = std::min(bytes, begin + slice);
+    if (!two_inputs) {
+      if (end > begin) std::memcpy(set.out + begin, set.a + begin, end - begin);
+    } else {
+      const auto* a = reinterpret_cast<const std::uint32_t*>(set.a + begin);
+      const auto* b = reinterpret_cast<const std::uint32_t*>(set.b + begin);
+      auto* out = reinterpret_cast<std::uint32_t*>(set.out + begin);
+      const std::size_t words = (end - begin) / 4;  // tensor bytes are whole words: f32, or an even bf16 count
+      for (std::size_t i = 0; i < words; ++i) out[i] = a[i] ^ b[i];
+    }
+  }
+}
+
+void op_kernel(const TrainingPoint& point, int threads, const TrainingBuffers& buffers,
+               const TrainingBuffers::Set& set) {
+  const std::vector<std::int64_t> shape{point.rows, point.columns};
+  const TensorView a(set.a, point.dtype, shape);
+  const MutableTensorView out(set.out, point.dtype, shape);
+  if (point.op == "cross_entropy") {
+    CrossEntropyOptions options;
+    options.axis = -1;
+    options.threads = threads;
+    float loss_f32 = 0;
+    bfloat16 loss_bf16{};
+    const MutableTensorView loss(point.dtype == DType::f32 ? static_cast<void*>(&loss_f32) : &loss_bf16,
+                                 point.dtype, {});
+    CrossEntropyOutputs outputs;
+    outputs.grad = out;
+    cross_entropy(a, IndexView(buffers.targets().data(), {point.rows}), loss, options, outputs);
+    return;
+  }
+  BackwardOptions options;
+  options.threads = threads;
+  const TensorView b(set.b, point.dtype, shape);
+  if (point.op == "softmax_backward") softmax_backward(a, b, out, options);
+  else log_softmax_backward(a, b, out, options);
+}
+
+struct Timing {
+  double median_s = 0;
+  bool failed = false;
+};
+
+// One warm-up, then the median of `repeats` runs (at least 3; fewer than asked only
+// when the calls are slow), every output poisoned before and checked after.
+template <class Run>
+Timing time_runs(int repeats, TrainingBuffers& buffers, bool check, Run&& run) {
+  using Clock = std::chrono::steady_clock;
+  Timing timing;
+  std::vector<double> seconds;
+  for (int i = 0; i <= repeats; ++i) {
+    const TrainingBuffers::Set set = buffers.next();
+    buffers.poison(set.out);
+    const auto start = Clock::now();
+    run(set);
+    const double s = std::chrono::duration<double>(Clock::now() - start).count();
+    if (check && buffers.first_bad(set.out) >= 0) timing.failed = true;
+    if (i == 0) {
+      if (s * repeats > 0.5) repeats = std::max(3, static_cast<int>(0.5 / s));
+      continue;
+    }
+    seconds.push_back(s);
+  }
+  std::sort(seconds.begin(), seconds.end());
+  timing.median_s = seconds[seconds.size() / 2];
+  return timing;
+}
+
+}  // namespace
+
+std::size_t TrainingPoint::tensor_bytes() const {
+  return static_cast<std::size_t>(rows * columns) * size_of(dtype);
+}
+
+std::size_t TrainingPoint::moved_bytes() const {
+  return static_cast<std::size_t>(tensors_read() + 1) * tensor_bytes();
+}
+
+std::string TrainingPoint::label() const { return std::to_string(rows) + "x" + std::to_string(columns); }
+
+std::vector<TrainingPoint> training_points() {
+  std::vector<TrainingPoint> points;
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    for (const auto& [rows, columns] : {std::pair<std::int64_t, std::int64_t>{8, 128256}, {4096, 32000}}) {
+      for (const char* op : {"softmax_backward", "log_softmax_backward", "cross_entropy"}) {
+        points.push_back(TrainingPoint{op, rows, columns, dtype});
+      }
+    }
+  }
+  return points;
+}
+
+int run_training(const TrainingSettings& settings, std::ostream& out) {
+  out << "training: backward passes (read y and dy, write dx) and cross-entropy with its gradient (read the\n"
+      << "          logits, write the gradient; mean over class-index targets); GB/s = those bytes / median\n"
+      << "          time; copy = a plain kernel moving the same bytes (backward: 2 reads + 1 write;\n"
+      << "          cross-entropy: memcpy); outputs NaN-filled before every run and checked finite after\n";
+  char line[160];
+  std::snprintf(line, sizeof line, "%-21s %-11s %-5s %7s %5s %11s %9s %9s %8s\n", "op", "shape", "dtype", "threads",
+                "data", "median ms", "GB/s", "copy GB/s", "of copy");
+  out << line;
+  int failures = 0;
+  const std::vector<TrainingPoint> points = training_points();
+  for (std::size_t index = 0; index < points.size(); ++index) {
+    const TrainingPoint& point = points[index];
+    TrainingSettings seeded = settings;
+    seeded.seed = settings.seed * 1000003 + index;
+    TrainingBuffers buffers(point, seeded);
+    for (int threads : settings.threads) {
+      std::cerr << "\r[" << index + 1 << "/" << points.size() << "] training " << point.op << ' ' << point.label()
+                << ' ' << to_string(point.dtype) << ", " << threads << " thread(s)        " << std::flush;
+      const Timing copy =
+          time_runs(settings.repeats, buffers, false, [&](const TrainingBuffers::Set& set) { copy_kernel(point, threads, set); });
+      const Timing op = time_runs(settings.repeats, buffers, true, [&](const TrainingBuffers::Set& set) {
+        op_kernel(point, threads, buffers, set);
+      });
+      if (op.failed) ++failures;
+      const double bytes = static_cast<double>(point.moved_bytes());
+      const double gbps = bytes / op.median_s / 1e9;
+      const double copy_gbps = bytes / copy.median_s / 1e9;
+      std::snprintf(line, sizeof line, "%-21s %-11s %-5s %7d %5s %11.3f %9.2f %9.2f %7.0f%%%s\n", point.op.c_str(),
+                    point.label().c_str(), std::string(to_string(point.dtype)).c_str(), threads,
+                    buffers.from_dram(settings.cache_bytes) ? "dram" : "cache", op.median_s * 1e3, gbps, copy_gbps,
+                    100.0 * gbps / copy_gbps, op.failed ? " !" : "");
+      std::cerr << "\r" << std::string(100, ' ') << "\r" << std::flush;
+      out << line << std::flush;
+    }
+  }
+  out << '\n';
+  return failures;
+}
+
+}  // namespace smax::cli::bench
