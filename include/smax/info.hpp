@@ -40,6 +40,7 @@ struct PlanInfo {
   std::int64_t length = 0;        // elements per row
   std::int64_t block_length = 0;  // tiled: elements per block; 0 otherwise
   std::int64_t chunk_length = 0;  // long rows: elements per chunk of a split row; 0 if rows are not split
+  std::int64_t panel_width = 0;   // a non-last axis: columns per panel (one softmax per vector lane); 0 for rows
   int threads = 1;                // threads the call will use
   std::string reason;             // one line: why this variant and this thread count
 };

@@ -211,7 +211,8 @@ def plan(
     """The plan smax would run for a C-contiguous tensor of this shape, and why
     (what ``smax info --shape ...`` prints), as a dict: op, shape, dtype, algorithm,
     pass_order, rows, length, block_length, chunk_length (elements per chunk of a
-    split row, 0 if rows are not split), threads, reason.
+    split row, 0 if rows are not split), panel_width (columns per panel for a
+    non-last axis, 0 if the axis runs as rows), threads, reason.
 
     ``dtype`` is a name (``"float32"``, ``"bf16"``, ...), a NumPy dtype or a torch dtype.
 

@@ -167,6 +167,7 @@ nb::dict plan(const std::string& op_name, const std::vector<std::int64_t>& shape
   d["length"] = p.length;
   d["block_length"] = p.block_length;
   d["chunk_length"] = p.chunk_length;
+  d["panel_width"] = p.panel_width;
   d["threads"] = p.threads;
   d["reason"] = p.reason;
   return d;

@@ -1,5 +1,6 @@
 #include "smax/info.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include "core/problem.hpp"
@@ -25,9 +26,15 @@ PlanInfo plan(Op op, std::span<const std::int64_t> shape, DType dtype, const Opt
   for (int i = 0; i < x.rank(); ++i) {
     if (i != axis) outer_rows *= shape[static_cast<std::size_t>(i)];
   }
-  const std::int64_t axis_stride = x.rank() == 0 ? 1 : x.strides()[static_cast<std::size_t>(axis)];
-  const detail::Plan p = detail::make_plan(op, dtype, outer_rows, length, axis_stride, options, machine());
-  return PlanInfo{p.algorithm, p.order, outer_rows, length, p.block, p.chunk, p.threads, p.reason};
+  // A contiguous tensor: the dimensions after the axis are one contiguous block, which
+  // column panels run across when the axis is not the last (and not of length 1).
+  std::int64_t inner_extent = 0;
+  if (length > 1) {
+    for (int i = axis + 1; i < x.rank(); ++i) inner_extent = std::max<std::int64_t>(inner_extent, 1) * shape[static_cast<std::size_t>(i)];
+  }
+  if (inner_extent == 1) inner_extent = 0;  // extents of 1 drop out: the axis is contiguous
+  const detail::Plan p = detail::make_plan(op, dtype, outer_rows, length, inner_extent, options, machine());
+  return PlanInfo{p.algorithm, p.order, outer_rows, length, p.block, p.chunk, p.panel_width, p.threads, p.reason};
 }
 
 }  // namespace smax

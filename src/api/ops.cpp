@@ -12,7 +12,10 @@ namespace {
 
 void run(Op op, const TensorView& x, const MutableTensorView& y, const Options& options) {
   const detail::Problem problem = detail::make_problem(op, x, y, options);
-  const detail::Plan plan = detail::make_plan(op, problem.dtype, problem.rows, problem.length, problem.x_axis_stride, options, machine());
+  const int inner = detail::column_dim(problem);
+  const std::int64_t inner_extent = inner < 0 ? 0 : problem.batch_shape[static_cast<std::size_t>(inner)];
+  const detail::Plan plan =
+      detail::make_plan(op, problem.dtype, problem.rows, problem.length, inner_extent, options, machine());
   cpu::execute(problem, plan);
 }
 

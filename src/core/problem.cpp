@@ -211,4 +211,14 @@ Problem make_problem(Op op, const TensorView& x, const MutableTensorView& y, con
   return p;
 }
 
+int column_dim(const Problem& p) {
+  // A contiguous axis is a row: the row kernels read it in order.
+  if (p.length > 1 && (p.x_axis_stride == 1 || p.x_axis_stride == -1)) return -1;
+  for (int d = 0; d < p.batch_rank; ++d) {
+    const auto k = static_cast<std::size_t>(d);
+    if (p.x_batch_strides[k] == 1 && p.y_batch_strides[k] == 1) return d;
+  }
+  return -1;
+}
+
 }  // namespace smax::detail

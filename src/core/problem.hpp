@@ -34,6 +34,11 @@ struct Problem {
   AllMasked all_masked = AllMasked::nan;
 };
 
+// The batch dimension whose stride is 1 in both x and y when the axis itself is not
+// contiguous (a non-last axis of a contiguous tensor): the problem can run as column
+// panels across it (cpu/simd/f32_columns.hpp). -1 if there is none.
+int column_dim(const Problem& p);
+
 // Checks every argument (throws smax::Error naming the first bad one) and builds the
 // Problem. Writes nothing.
 Problem make_problem(Op op, const TensorView& x, const MutableTensorView& y, const Options& options);

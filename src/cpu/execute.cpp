@@ -120,8 +120,9 @@ void run_rows(const detail::Problem& p, RowKernel<T> kernel, const RowParams& pa
 
 // ---- Non-last axes: column panels ------------------------------------------------
 // A strided axis whose problem has a batch dimension of unit stride in both x and y
-// (the contiguous inner dimension) runs as column panels (cpu/simd/f32_columns.hpp):
-// lanes across that dimension, each lane one softmax, no gather and no transpose.
+// (the contiguous inner dimension, detail::column_dim) runs as column panels
+// (cpu/simd/f32_columns.hpp) of the plan's panel_width (planner.cpp): lanes across that
+// dimension, each lane one softmax, no gather and no transpose.
 // Every algorithm but naive (safe, fused, tiled, online, and auto's choice among them)
 // maps to the panel kernel there: it computes what they compute (the max, the exact
 // sum, the same exp), and its passes over a cache-sized panel are what suits columns,
@@ -139,44 +140,18 @@ struct ColumnSplit {
   std::int64_t outer_count = 0;  // the other batch dimensions' elements
 };
 
-// Panel width: the widest whose input and output (`length` x width elements each; the
-// input alone for logsumexp) fit in half of L2, so that passes 2 to 4 read L2, not
-// memory; but rows of at least 4 KiB. A long axis (4096 along axis 0 leaves 32 f32
-// columns for half of L2) would otherwise read each row a few cache lines at a time,
-// a large stride apart: measured on the development VM (4096 x 4096 along axis 0, one
-// thread, from DRAM), panels of 1024 columns that stream from memory three times ran
-// two to three times as fast as panels of 64 columns sized for L2 (and a plain copy
-// done in 64-column panels reached only 40% of the same copy done row by row). The
-// inner dimension is then cut into equal panels, rounded up to whole cache lines (two
-// threads then never write one line). The width depends on the shape and the
-// machine, never on the thread count; and results depend on neither (each lane is
-// one column, whatever panel it lands in).
-std::int64_t panel_width(Op op, std::int64_t length, std::int64_t element_bytes, std::int64_t inner_extent) {
-  constexpr std::int64_t kMinRowBytes = 4096;
-  const std::int64_t line = std::max<std::int64_t>(1, 64 / element_bytes);
-  const std::int64_t budget = std::max<std::int64_t>(machine().l2_bytes / 2, 4096);
-  const std::int64_t column_bytes = std::max<std::int64_t>(length, 1) * element_bytes * (op == Op::logsumexp ? 1 : 2);
-  const std::int64_t widest = std::max(kMinRowBytes / element_bytes, budget / column_bytes / line * line);
-  const std::int64_t panels = (inner_extent + widest - 1) / widest;
-  return std::min(inner_extent, ((inner_extent + panels - 1) / panels + line - 1) / line * line);
-}
-
+// The panels the plan asked for, across the problem's contiguous batch dimension.
 template <class T>
 std::optional<ColumnSplit> column_split(const detail::Problem& p, const detail::Plan& plan) {
-  if (!kHasColumnKernel<T> || plan.algorithm == Algorithm::naive) return std::nullopt;
-  // A contiguous axis is a row: the row kernels read it in order.
-  if (p.length > 1 && (p.x_axis_stride == 1 || p.x_axis_stride == -1)) return std::nullopt;
-  for (int d = 0; d < p.batch_rank; ++d) {
-    const auto k = static_cast<std::size_t>(d);
-    if (p.x_batch_strides[k] != 1 || p.y_batch_strides[k] != 1) continue;
-    ColumnSplit s;
-    s.inner = d;
-    s.width = panel_width(p.op, p.length, static_cast<std::int64_t>(sizeof(T)), p.batch_shape[k]);
-    s.panels = (p.batch_shape[k] + s.width - 1) / s.width;
-    s.outer_count = p.rows / p.batch_shape[k];
-    return s;
-  }
-  return std::nullopt;
+  const int inner = detail::column_dim(p);
+  if (!kHasColumnKernel<T> || plan.panel_width <= 0 || inner < 0) return std::nullopt;
+  const std::int64_t extent = p.batch_shape[static_cast<std::size_t>(inner)];
+  ColumnSplit s;
+  s.inner = inner;
+  s.width = plan.panel_width;
+  s.panels = (extent + s.width - 1) / s.width;
+  s.outer_count = p.rows / extent;
+  return s;
 }
 
 // Panels [begin, end) of the outer_count x panels that the split makes, in order.

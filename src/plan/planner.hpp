@@ -15,6 +15,7 @@ struct Plan {
   PassOrder order = PassOrder::reverse;
   std::int64_t block = 0;                 // tiled: elements per block
   std::int64_t chunk = 0;                 // > 0: the row runs as fixed chunks (split_row.hpp)
+  std::int64_t panel_width = 0;           // > 0: a non-last axis runs as column panels this wide
   int threads = 1;
   std::string reason;
 };
@@ -29,9 +30,9 @@ inline constexpr std::int64_t kMinElementsPerThread = 32768;
 inline constexpr std::int64_t kSplitMinLength = 65536;
 inline constexpr std::int64_t kChunkLength = 16384;
 
-// axis_stride: elements between neighbours of a row (1 for the last axis of a
-// C-contiguous tensor).
-Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, std::int64_t axis_stride,
+// inner_extent: the extent of the contiguous dimension that column panels would run
+// across (detail::column_dim), 0 if the problem has none (its axis is contiguous).
+Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, std::int64_t inner_extent,
                const Options& options, const MachineInfo& machine);
 
 }  // namespace smax::detail

@@ -102,12 +102,13 @@ TEST_F(FusedOverChunks, GiveIdenticalBitsOnAnyThreadCountAndMeetTheBar) {
 
 // A non-last axis runs as column panels (execute.cpp), split over threads by
 // (outer index, panel); a panel's bits do not depend on the thread that runs it.
-// [7, 300, 60] along axis 1: one panel per outer index; [150, 2100] along axis 0: one
-// outer index, its 2100 columns cut into panels (three where L2 is 2 MiB).
+// [7, 300, 60] along axis 1: one panel per outer index; [40, 30000] along axis 0: one
+// outer index, its 30000 columns cut into panels (at least three for every dtype and op
+// where L2 is 2 MiB).
 TEST_P(ThreadCounts, NonLastAxesGiveIdenticalBitsOnAnyThreadCount) {
   const DType dtype = GetParam();
   for (const auto& [shape, axis] : {std::pair{std::vector<std::int64_t>{7, 300, 60}, 1},
-                                    std::pair{std::vector<std::int64_t>{150, 2100}, 0}}) {
+                                    std::pair{std::vector<std::int64_t>{40, 30000}, 0}}) {
     TestTensor x(dtype, shape);
     fill_normal(x, rng(), random_distribution(rng()));
     for (Op op : kAllOps) {

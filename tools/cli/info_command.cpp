@@ -107,6 +107,7 @@ int run_info(std::span<const std::string> args) {
             << "  length      " << p.length << '\n'
             << "  block       " << (p.block_length > 0 ? std::to_string(p.block_length) : "-") << '\n'
             << "  chunks of   " << (p.chunk_length > 0 ? std::to_string(p.chunk_length) : "- (rows are not split)") << '\n'
+            << "  panels of   " << (p.panel_width > 0 ? std::to_string(p.panel_width) + " columns" : "- (the axis runs as rows)") << '\n'
             << "  threads     " << p.threads << '\n'
             << "  reason      " << p.reason << '\n';
   return 0;
