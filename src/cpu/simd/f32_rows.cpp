@@ -11,40 +11,13 @@
 #include <limits>
 #include <type_traits>
 
-#ifndef SMAX_CPU_SIMD_F32_ROWS_ONCE
-#define SMAX_CPU_SIMD_F32_ROWS_ONCE
-namespace smax::cpu::simd::detail {
-
-// 1/T as a double-float, and the high part split into two 12-bit halves for the
-// exact product on targets without FMA (Dekker).
-struct InvT {
-  float hi = 1;
-  float lo = 0;
-  float hi_a = 1;  // hi with its low 12 significand bits cleared
-  float hi_b = 0;  // hi - hi_a
-};
-
-inline float clear_low_12_bits(float v) {
-  return std::bit_cast<float>(std::bit_cast<std::uint32_t>(v) & 0xFFFFF000u);
-}
-
-inline InvT make_inv_t(double inv_t) {
-  InvT r;
-  r.hi = static_cast<float>(inv_t);
-  r.lo = static_cast<float>(inv_t - static_cast<double>(r.hi));
-  r.hi_a = clear_low_12_bits(r.hi);
-  r.hi_b = r.hi - r.hi_a;
-  return r;
-}
-
-}  // namespace smax::cpu::simd::detail
-#endif  // SMAX_CPU_SIMD_F32_ROWS_ONCE
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/simd/f32_rows.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include "cpu/simd/argument-inl.h"
 #include "cpu/simd/convert-inl.h"
 #include "cpu/simd/exp-inl.h"
 #include "cpu/simd/walk-inl.h"
@@ -56,53 +29,18 @@ using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 using DI = hn::RebindToSigned<DF>;
 
-// The exact error of the float product p = a * b.
-HWY_INLINE VF ProductError(DF d, VF a, VF b, VF b_hi, VF b_lo, VF p) {
-#if HWY_NATIVE_FMA
-  (void)d;
-  (void)b_hi;
-  (void)b_lo;
-  return hn::MulSub(a, b, p);
-#else
-  (void)b;
-  const hn::RebindToUnsigned<DF> du;
-  const VF a_hi = hn::BitCast(d, hn::And(hn::BitCast(du, a), hn::Set(du, 0xFFFFF000u)));
-  const VF a_lo = hn::Sub(a, a_hi);
-  VF e = hn::Sub(hn::Mul(a_hi, b_hi), p);
-  e = hn::Add(e, hn::Mul(a_hi, b_lo));
-  e = hn::Add(e, hn::Mul(a_lo, b_hi));
-  return hn::Add(e, hn::Mul(a_lo, b_lo));
-#endif
-}
-
-// The constants of one pass: -m and 1/T as a double-float.
+// -m and 1/T in every lane.
 struct ArgConsts {
-  VF neg_m, inv_hi, inv_lo, inv_hi_a, inv_hi_b;
-  ArgConsts(DF d, float m, const detail::InvT& inv)
-      : neg_m(hn::Set(d, -m)),
-        inv_hi(hn::Set(d, inv.hi)),
-        inv_lo(hn::Set(d, inv.lo)),
-        inv_hi_a(hn::Set(d, inv.hi_a)),
-        inv_hi_b(hn::Set(d, inv.hi_b)) {}
+  VF neg_m;
+  InverseTemperatureLanes<DF> t;
+  ArgConsts(DF d, float m, const InverseTemperature& inv) : neg_m(hn::Set(d, -m)), t(d, inv) {}
 };
 
-// z + z_lo = (x - m) * (1/T) to about 2^-45 relative: s = x - m with its exact
-// error e (TwoSum), then s * inv_hi with its exact error, plus s * inv_lo + e * inv_hi.
-// z_lo is NaN or large only where z is -inf or far below the exp domain, where
-// the exps return 0 whatever z_lo is; log_softmax masks it (LogArgument).
+// z + z_lo = (x - m) / T for the exps (argument-inl.h): z_lo may be NaN or large only
+// where z is -inf or far below the exp's domain, where the exps return 0 anyway.
 template <bool kUnitT>
 HWY_INLINE void Argument(DF d, const ArgConsts& c, VF x, VF& z, VF& z_lo) {
-  const VF s = hn::Add(x, c.neg_m);
-  const VF bb = hn::Sub(s, x);
-  const VF e = hn::Add(hn::Sub(x, hn::Sub(s, bb)), hn::Sub(c.neg_m, bb));
-  if constexpr (kUnitT) {
-    z = s;
-    z_lo = e;
-  } else {
-    z = hn::Mul(s, c.inv_hi);
-    const VF lo = hn::Add(ProductError(d, s, c.inv_hi, c.inv_hi_a, c.inv_hi_b, z), hn::Mul(e, c.inv_hi));
-    z_lo = hn::MulAdd(s, c.inv_lo, lo);
-  }
+  ScaledDifference<kUnitT, /*kForExp=*/true>(d, c.t, x, c.neg_m, z, z_lo);
 }
 
 // exp(z + z_lo) for storage type T: bf16 keeps float's subnormals (its own).
@@ -206,7 +144,7 @@ class SumLanes {
 };
 
 template <class T, bool kUnitT>
-ExpSum RSumExpT(const T* x, std::size_t n, float m, const detail::InvT& inv, bool backward) {
+ExpSum RSumExpT(const T* x, std::size_t n, float m, const InverseTemperature& inv, bool backward) {
   const DF d;
   const std::size_t N = hn::Lanes(d);
   const ArgConsts c(d, m, inv);
@@ -244,13 +182,13 @@ ExpSum RSumExpT(const T* x, std::size_t n, float m, const detail::InvT& inv, boo
 }
 
 template <class T>
-ExpSum RSumExp(const T* x, std::size_t n, float m, const detail::InvT& inv, bool unit_t, bool backward) {
+ExpSum RSumExp(const T* x, std::size_t n, float m, const InverseTemperature& inv, bool unit_t, bool backward) {
   return unit_t ? RSumExpT<T, true>(x, n, m, inv, backward) : RSumExpT<T, false>(x, n, m, inv, backward);
 }
 
 // Only softmax stores exps, and its d needs no exact d - 1: no split at the max.
 template <class T, bool kUnitT>
-ExpSum RStoreExpT(const T* x, float* e, std::size_t n, float m, const detail::InvT& inv) {
+ExpSum RStoreExpT(const T* x, float* e, std::size_t n, float m, const InverseTemperature& inv) {
   const DF d;
   const std::size_t N = hn::Lanes(d);
   const ArgConsts c(d, m, inv);
@@ -293,7 +231,7 @@ ExpSum RStoreExpT(const T* x, float* e, std::size_t n, float m, const detail::In
 }
 
 template <class T>
-ExpSum RStoreExp(const T* x, float* e, std::size_t n, float m, const detail::InvT& inv, bool unit_t) {
+ExpSum RStoreExp(const T* x, float* e, std::size_t n, float m, const InverseTemperature& inv, bool unit_t) {
   return unit_t ? RStoreExpT<T, true>(x, e, n, m, inv) : RStoreExpT<T, false>(x, e, n, m, inv);
 }
 
@@ -316,7 +254,7 @@ void VScale(const float* e, T* y, std::size_t n, float scale) {
 }
 
 template <class T, bool kUnitT>
-void SoftmaxNormalizeT(const T* x, T* y, std::size_t n, float m, const detail::InvT& inv, float scale,
+void SoftmaxNormalizeT(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv, float scale,
                        bool backward) {
   const DF d;
   const ArgConsts c(d, m, inv);
@@ -325,7 +263,7 @@ void SoftmaxNormalizeT(const T* x, T* y, std::size_t n, float m, const detail::I
 }
 
 template <class T>
-void SoftmaxNormalize(const T* x, T* y, std::size_t n, float m, const detail::InvT& inv, bool unit_t, float scale,
+void SoftmaxNormalize(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv, bool unit_t, float scale,
                       bool backward) {
   if (unit_t) {
     SoftmaxNormalizeT<T, true>(x, y, n, m, inv, scale, backward);
@@ -335,22 +273,20 @@ void SoftmaxNormalize(const T* x, T* y, std::size_t n, float m, const detail::In
 }
 
 template <class T, bool kUnitT>
-void LogSoftmaxNormalizeT(const T* x, T* y, std::size_t n, float m, const detail::InvT& inv, float log_d,
+void LogSoftmaxNormalizeT(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv, float log_d,
                           bool backward) {
   const DF d;
   const ArgConsts c(d, m, inv);
   const VF vlog_d = hn::Set(d, log_d);
   Map(d, x, y, n, backward, [&](VF v) {
     VF z, z_lo;
-    Argument<kUnitT>(d, c, v, z, z_lo);
-    // z_lo is a correction only where it is small (not for x = -inf).
-    z_lo = hn::IfThenElseZero(hn::Lt(hn::Abs(z_lo), hn::Set(d, 1.0f)), z_lo);
+    ScaledDifference<kUnitT>(d, c.t, v, c.neg_m, z, z_lo);  // z_lo zeroed where it is no small correction
     return hn::Sub(hn::Add(z, z_lo), vlog_d);
   });
 }
 
 template <class T>
-void LogSoftmaxNormalize(const T* x, T* y, std::size_t n, float m, const detail::InvT& inv, bool unit_t, float log_d,
+void LogSoftmaxNormalize(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv, bool unit_t, float log_d,
                          bool backward) {
   if (unit_t) {
     LogSoftmaxNormalizeT<T, true>(x, y, n, m, inv, log_d, backward);
@@ -365,7 +301,7 @@ void LogSoftmaxNormalize(const T* x, T* y, std::size_t n, float m, const detail:
 // float). Returns false, writing nothing, if the max is not finite (NaN, +inf, or an
 // all -inf row): the general path decides those rows.
 template <class T, std::size_t kVectors, bool kUnitT>
-bool SoftmaxInRegistersT(const T* x, T* y, std::size_t n, const detail::InvT& inv) {
+bool SoftmaxInRegistersT(const T* x, T* y, std::size_t n, const InverseTemperature& inv) {
   const DF d;
   const std::size_t N = hn::Lanes(d);
   const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
@@ -414,7 +350,7 @@ bool SoftmaxInRegistersT(const T* x, T* y, std::size_t n, const detail::InvT& in
 inline constexpr std::size_t kMaxRegisterVectors = 16;
 
 template <class T, bool kUnitT>
-bool SoftmaxInRegistersN(const T* x, T* y, std::size_t n, const detail::InvT& inv) {
+bool SoftmaxInRegistersN(const T* x, T* y, std::size_t n, const InverseTemperature& inv) {
   const std::size_t N = hn::Lanes(DF());
   if (n <= 2 * N) return SoftmaxInRegistersT<T, 2, kUnitT>(x, y, n, inv);
   if (n <= 4 * N) return SoftmaxInRegistersT<T, 4, kUnitT>(x, y, n, inv);
@@ -426,7 +362,7 @@ bool SoftmaxInRegistersN(const T* x, T* y, std::size_t n, const detail::InvT& in
 // out-of-order core overlaps one row's reductions with the next row's loads.
 template <class T, std::size_t kVectors, bool kUnitT>
 std::size_t RowsInRegistersT(const T* x, std::ptrdiff_t x_row_stride, T* y, std::ptrdiff_t y_row_stride,
-                             std::size_t rows, std::size_t n, const detail::InvT& inv) {
+                             std::size_t rows, std::size_t n, const InverseTemperature& inv) {
   for (std::size_t r = 0; r < rows; ++r) {
     const auto offset = static_cast<std::ptrdiff_t>(r);
     if (!SoftmaxInRegistersT<T, kVectors, kUnitT>(x + offset * x_row_stride, y + offset * y_row_stride, n, inv)) {
@@ -438,7 +374,7 @@ std::size_t RowsInRegistersT(const T* x, std::ptrdiff_t x_row_stride, T* y, std:
 
 template <class T, bool kUnitT>
 std::size_t RowsInRegistersN(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows,
-                             std::size_t n, const detail::InvT& inv) {
+                             std::size_t n, const InverseTemperature& inv) {
   const std::size_t N = hn::Lanes(DF());
   if (n <= 2 * N) return RowsInRegistersT<T, 2, kUnitT>(x, xs, y, ys, rows, n, inv);
   if (n <= 4 * N) return RowsInRegistersT<T, 4, kUnitT>(x, xs, y, ys, rows, n, inv);
@@ -448,7 +384,7 @@ std::size_t RowsInRegistersN(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t
 
 template <class T>
 std::size_t RowsInRegisters(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows,
-                            std::size_t n, const detail::InvT& inv, bool unit_t) {
+                            std::size_t n, const InverseTemperature& inv, bool unit_t) {
   if (n == 0 || n > kMaxRegisterVectors * hn::Lanes(DF())) return 0;
   return unit_t ? RowsInRegistersN<T, true>(x, xs, y, ys, rows, n, inv)
                 : RowsInRegistersN<T, false>(x, xs, y, ys, rows, n, inv);
@@ -478,22 +414,22 @@ void Convert(const T* x, float* wide, T* y, std::size_t n) {
 // Plain names per storage type, for HWY_EXPORT.
 #define SMAX_ROW_KERNELS(Suffix, T)                                                                              \
   float RMax##Suffix(const T* x, std::size_t n) { return RMax(x, n); }                                          \
-  ExpSum RSumExp##Suffix(const T* x, std::size_t n, float m, const detail::InvT& inv, bool unit_t, bool back) { \
+  ExpSum RSumExp##Suffix(const T* x, std::size_t n, float m, const InverseTemperature& inv, bool unit_t, bool back) { \
     return RSumExp(x, n, m, inv, unit_t, back);                                                                 \
   }                                                                                                             \
-  ExpSum RStoreExp##Suffix(const T* x, float* e, std::size_t n, float m, const detail::InvT& inv, bool unit_t) { \
+  ExpSum RStoreExp##Suffix(const T* x, float* e, std::size_t n, float m, const InverseTemperature& inv, bool unit_t) { \
     return RStoreExp(x, e, n, m, inv, unit_t);                                                                  \
   }                                                                                                             \
   void VScale##Suffix(const float* e, T* y, std::size_t n, float scale) { VScale(e, y, n, scale); }              \
   std::size_t RowsInRegisters##Suffix(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows, \
-                                      std::size_t n, const detail::InvT& inv, bool unit_t) {                    \
+                                      std::size_t n, const InverseTemperature& inv, bool unit_t) {                    \
     return RowsInRegisters(x, xs, y, ys, rows, n, inv, unit_t);                                                 \
   }                                                                                                             \
-  void SoftmaxNormalize##Suffix(const T* x, T* y, std::size_t n, float m, const detail::InvT& inv, bool unit_t,  \
+  void SoftmaxNormalize##Suffix(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv, bool unit_t,  \
                                 float scale, bool back) {                                                       \
     SoftmaxNormalize(x, y, n, m, inv, unit_t, scale, back);                                                     \
   }                                                                                                             \
-  void LogSoftmaxNormalize##Suffix(const T* x, T* y, std::size_t n, float m, const detail::InvT& inv,           \
+  void LogSoftmaxNormalize##Suffix(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv,           \
                                    bool unit_t, float log_d, bool back) {                                       \
     LogSoftmaxNormalize(x, y, n, m, inv, unit_t, log_d, back);                                                  \
   }
@@ -522,28 +458,28 @@ namespace smax::cpu::simd {
                                             std::ptrdiff_t y_row_stride, std::size_t rows, std::size_t n,         \
                                             double inv_t) {                                                       \
     return HWY_DYNAMIC_DISPATCH(RowsInRegisters##Suffix)(x, x_row_stride, y, y_row_stride, rows, n,               \
-                                                         detail::make_inv_t(inv_t), inv_t == 1.0);                \
+                                                         InverseTemperature::of(inv_t), inv_t == 1.0);                \
   }                                                                                                               \
   HWY_EXPORT(SoftmaxNormalize##Suffix);                                                                           \
   HWY_EXPORT(LogSoftmaxNormalize##Suffix);                                                                        \
   float f32_rmax(const T* x, std::size_t n) { return HWY_DYNAMIC_DISPATCH(RMax##Suffix)(x, n); }                  \
   ExpSum f32_rsum_exp_minus_max(const T* x, std::size_t n, float m, double inv_t, bool backward) {                \
-    return HWY_DYNAMIC_DISPATCH(RSumExp##Suffix)(x, n, m, detail::make_inv_t(inv_t), inv_t == 1.0, backward);     \
+    return HWY_DYNAMIC_DISPATCH(RSumExp##Suffix)(x, n, m, InverseTemperature::of(inv_t), inv_t == 1.0, backward);     \
   }                                                                                                               \
   ExpSum f32_rstore_exp_minus_max(const T* x, float* e, std::size_t n, float m, double inv_t) {                   \
-    return HWY_DYNAMIC_DISPATCH(RStoreExp##Suffix)(x, e, n, m, detail::make_inv_t(inv_t), inv_t == 1.0);          \
+    return HWY_DYNAMIC_DISPATCH(RStoreExp##Suffix)(x, e, n, m, InverseTemperature::of(inv_t), inv_t == 1.0);          \
   }                                                                                                               \
   void f32_vscale(const float* e, T* y, std::size_t n, float scale) {                                             \
     HWY_DYNAMIC_DISPATCH(VScale##Suffix)(e, y, n, scale);                                                         \
   }                                                                                                               \
   void f32_softmax_normalize(const T* x, T* y, std::size_t n, float m, double inv_t, float scale, bool backward) { \
     HWY_DYNAMIC_DISPATCH(SoftmaxNormalize##Suffix)                                                                \
-    (x, y, n, m, detail::make_inv_t(inv_t), inv_t == 1.0, scale, backward);                                       \
+    (x, y, n, m, InverseTemperature::of(inv_t), inv_t == 1.0, scale, backward);                                       \
   }                                                                                                               \
   void f32_log_softmax_normalize(const T* x, T* y, std::size_t n, float m, double inv_t, float log_d,             \
                                  bool backward) {                                                                 \
     HWY_DYNAMIC_DISPATCH(LogSoftmaxNormalize##Suffix)                                                             \
-    (x, y, n, m, detail::make_inv_t(inv_t), inv_t == 1.0, log_d, backward);                                       \
+    (x, y, n, m, InverseTemperature::of(inv_t), inv_t == 1.0, log_d, backward);                                       \
   }
 
 SMAX_EXPORT_ROW_KERNELS(F32, float)

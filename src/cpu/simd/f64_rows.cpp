@@ -7,38 +7,13 @@
 #include <cstdint>
 #include <limits>
 
-#ifndef SMAX_CPU_SIMD_F64_ROWS_ONCE
-#define SMAX_CPU_SIMD_F64_ROWS_ONCE
-namespace smax::cpu::simd::detail {
-
-// inv_t and its split into a high part of 26 significant bits and the rest, for the
-// exact product on targets without FMA (Dekker).
-struct InvT64 {
-  double value = 1;
-  double hi = 1;  // value with its low 27 significand bits cleared
-  double lo = 0;  // value - hi
-};
-
-inline double clear_low_27_bits(double v) {
-  return std::bit_cast<double>(std::bit_cast<std::uint64_t>(v) & ~((std::uint64_t{1} << 27) - 1));
-}
-
-inline InvT64 make_inv_t64(double inv_t) {
-  InvT64 r;
-  r.value = inv_t;
-  r.hi = clear_low_27_bits(inv_t);
-  r.lo = inv_t - r.hi;
-  return r;
-}
-
-}  // namespace smax::cpu::simd::detail
-#endif  // SMAX_CPU_SIMD_F64_ROWS_ONCE
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/simd/f64_rows.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include "cpu/simd/argument-inl.h"
 #include "cpu/simd/exp_f64-inl.h"
 #include "cpu/simd/walk-inl.h"
 
@@ -48,61 +23,30 @@ namespace smax::cpu::simd::HWY_NAMESPACE {
 using DD = hn::ScalableTag<double>;
 using VD = hn::Vec<DD>;
 
-// The error of the double product p = a * b: exact with FMA. Without FMA, a and b are
-// split into a 26-bit high part and the rest, so that every partial product but
-// a_lo * b_lo is exact; that one's rounding is 2^-106 of p, far below what matters.
-HWY_INLINE VD ProductError(DD d, VD a, VD b, VD b_hi, VD b_lo, VD p) {
-#if HWY_NATIVE_FMA
-  (void)d;
-  (void)b_hi;
-  (void)b_lo;
-  return hn::MulSub(a, b, p);
-#else
-  (void)b;
-  const hn::RebindToUnsigned<DD> du;
-  const VD a_hi = hn::BitCast(d, hn::And(hn::BitCast(du, a), hn::Set(du, ~((std::uint64_t{1} << 27) - 1))));
-  const VD a_lo = hn::Sub(a, a_hi);
-  VD e = hn::Sub(hn::Mul(a_hi, b_hi), p);
-  e = hn::Add(e, hn::Mul(a_hi, b_lo));
-  e = hn::Add(e, hn::Mul(a_lo, b_hi));
-  return hn::Add(e, hn::Mul(a_lo, b_lo));
-#endif
-}
-
-// The constants of one pass: -m and inv_t with its split.
+// -m and 1/T in every lane.
 struct ArgConsts {
-  VD neg_m, inv, inv_hi, inv_lo;
-  ArgConsts(DD d, double m, const detail::InvT64& inv_t)
-      : neg_m(hn::Set(d, -m)), inv(hn::Set(d, inv_t.value)), inv_hi(hn::Set(d, inv_t.hi)), inv_lo(hn::Set(d, inv_t.lo)) {}
+  VD neg_m;
+  InverseTemperatureLanes<DD> t;
+  ArgConsts(DD d, double m, const InverseTemperature& inv) : neg_m(hn::Set(d, -m)), t(d, inv) {}
 };
 
-// z + z_lo = (x - m) * inv_t to about 2^-100 relative: s = x - m with its exact error
-// e (TwoSum), then s * inv_t with its exact error, plus e * inv_t. Without z_lo, the
-// roundings of x - m and of the product would put up to 2 * 2^-53 * |z| of relative
-// error into exp(z): 1.6e-13 at z = -700.
-// z_lo is NaN or huge only where z is -inf or below -2^52 (x = -inf, or x - m
-// overflowing): the exp flushes those lanes to 0 whatever z_lo holds, and the log
-// path zeroes such a z_lo (LogArgument).
+// z + z_lo = (x - m) * inv_t to about 2^-100 relative (argument-inl.h). Without z_lo,
+// the roundings of x - m and of the product would put up to 2 * 2^-53 * |z| of
+// relative error into exp(z): 1.6e-13 at z = -700. z_lo is NaN or huge only where z
+// is -inf or below -2^52 (x = -inf, or x - m overflowing): the exp flushes those
+// lanes to 0 whatever z_lo holds.
 template <bool kUnitT>
 HWY_INLINE void Argument(DD d, const ArgConsts& c, VD x, VD& z, VD& z_lo) {
-  const VD s = hn::Add(x, c.neg_m);
-  const VD bb = hn::Sub(s, x);
-  const VD e = hn::Add(hn::Sub(x, hn::Sub(s, bb)), hn::Sub(c.neg_m, bb));
-  if constexpr (kUnitT) {
-    z = s;
-    z_lo = e;
-  } else {
-    z = hn::Mul(s, c.inv);
-    z_lo = hn::MulAdd(e, c.inv, ProductError(d, s, c.inv, c.inv_hi, c.inv_lo, z));
-  }
+  ScaledDifference<kUnitT, /*kForExp=*/true>(d, c.t, x, c.neg_m, z, z_lo);
 }
 
-// z + z_lo for log_softmax, where z_lo must not turn -inf into NaN.
+// z + z_lo for log_softmax, with z_lo zeroed where it is no small correction (so that
+// -inf does not become NaN).
 template <bool kUnitT>
 HWY_INLINE VD LogArgument(DD d, const ArgConsts& c, VD x) {
   VD z, z_lo;
-  Argument<kUnitT>(d, c, x, z, z_lo);
-  return hn::Add(z, hn::IfThenElseZero(hn::Lt(hn::Abs(z_lo), hn::Set(d, 1.0)), z_lo));
+  ScaledDifference<kUnitT>(d, c.t, x, c.neg_m, z, z_lo);
+  return hn::Add(z, z_lo);
 }
 
 template <bool kUnitT>
@@ -165,7 +109,7 @@ HWY_INLINE void AddLanes(DD d, const LaneSum& lanes, ::smax::detail::ExactSum& t
 // The sum of exp((x[i] - m) * inv_t) into `total`; with kStore, each term also goes
 // to e[i].
 template <bool kUnitT, bool kStore>
-void AddSumExpT(const double* x, double* e, std::size_t n, double m, const detail::InvT64& inv, bool backward,
+void AddSumExpT(const double* x, double* e, std::size_t n, double m, const InverseTemperature& inv, bool backward,
                 ::smax::detail::ExactSum& total) {
   const DD d;
   const std::size_t N = hn::Lanes(d);
@@ -194,7 +138,7 @@ void AddSumExpT(const double* x, double* e, std::size_t n, double m, const detai
   AddLanes(d, a0, total);
 }
 
-void AddSumExp(const double* x, std::size_t n, double m, const detail::InvT64& inv, bool backward,
+void AddSumExp(const double* x, std::size_t n, double m, const InverseTemperature& inv, bool backward,
                ::smax::detail::ExactSum* total) {
   if (inv.value == 1.0) {
     AddSumExpT<true, false>(x, nullptr, n, m, inv, backward, *total);
@@ -203,7 +147,7 @@ void AddSumExp(const double* x, std::size_t n, double m, const detail::InvT64& i
   }
 }
 
-void AddStoreExp(const double* x, double* e, std::size_t n, double m, const detail::InvT64& inv,
+void AddStoreExp(const double* x, double* e, std::size_t n, double m, const InverseTemperature& inv,
                  ::smax::detail::ExactSum* total) {
   if (inv.value == 1.0) {
     AddSumExpT<true, true>(x, e, n, m, inv, false, *total);
@@ -228,7 +172,7 @@ void VScale(const double* e, double* y, std::size_t n, double scale) {
 }
 
 template <bool kUnitT>
-void SoftmaxNormalizeT(const double* x, double* y, std::size_t n, double m, const detail::InvT64& inv, double scale,
+void SoftmaxNormalizeT(const double* x, double* y, std::size_t n, double m, const InverseTemperature& inv, double scale,
                        bool backward) {
   const DD d;
   const ArgConsts c(d, m, inv);
@@ -236,7 +180,7 @@ void SoftmaxNormalizeT(const double* x, double* y, std::size_t n, double m, cons
   Map(d, x, y, n, backward, [&](VD v) { return hn::Mul(ExpOf<kUnitT>(d, c, v), vscale); });
 }
 
-void SoftmaxNormalize(const double* x, double* y, std::size_t n, double m, const detail::InvT64& inv, double scale,
+void SoftmaxNormalize(const double* x, double* y, std::size_t n, double m, const InverseTemperature& inv, double scale,
                       bool backward) {
   if (inv.value == 1.0) {
     SoftmaxNormalizeT<true>(x, y, n, m, inv, scale, backward);
@@ -246,7 +190,7 @@ void SoftmaxNormalize(const double* x, double* y, std::size_t n, double m, const
 }
 
 template <bool kUnitT>
-void LogSoftmaxNormalizeT(const double* x, double* y, std::size_t n, double m, const detail::InvT64& inv,
+void LogSoftmaxNormalizeT(const double* x, double* y, std::size_t n, double m, const InverseTemperature& inv,
                           double log_d, bool backward) {
   const DD d;
   const ArgConsts c(d, m, inv);
@@ -254,7 +198,7 @@ void LogSoftmaxNormalizeT(const double* x, double* y, std::size_t n, double m, c
   Map(d, x, y, n, backward, [&](VD v) { return hn::Sub(LogArgument<kUnitT>(d, c, v), vlog_d); });
 }
 
-void LogSoftmaxNormalize(const double* x, double* y, std::size_t n, double m, const detail::InvT64& inv,
+void LogSoftmaxNormalize(const double* x, double* y, std::size_t n, double m, const InverseTemperature& inv,
                          double log_d, bool backward) {
   if (inv.value == 1.0) {
     LogSoftmaxNormalizeT<true>(x, y, n, m, inv, log_d, backward);
@@ -293,12 +237,12 @@ double f64_rmax(const double* x, std::size_t n) { return HWY_DYNAMIC_DISPATCH(RM
 
 void f64_add_sum_exp_minus_max(const double* x, std::size_t n, double m, double inv_t, bool backward,
                                ::smax::detail::ExactSum& d) {
-  HWY_DYNAMIC_DISPATCH(AddSumExp)(x, n, m, detail::make_inv_t64(inv_t), backward, &d);
+  HWY_DYNAMIC_DISPATCH(AddSumExp)(x, n, m, InverseTemperature::of(inv_t), backward, &d);
 }
 
 void f64_add_store_exp_minus_max(const double* x, double* e, std::size_t n, double m, double inv_t,
                                  ::smax::detail::ExactSum& d) {
-  HWY_DYNAMIC_DISPATCH(AddStoreExp)(x, e, n, m, detail::make_inv_t64(inv_t), &d);
+  HWY_DYNAMIC_DISPATCH(AddStoreExp)(x, e, n, m, InverseTemperature::of(inv_t), &d);
 }
 
 void f64_vscale(const double* e, double* y, std::size_t n, double scale) {
@@ -307,12 +251,12 @@ void f64_vscale(const double* e, double* y, std::size_t n, double scale) {
 
 void f64_softmax_normalize(const double* x, double* y, std::size_t n, double m, double inv_t, double scale,
                            bool backward) {
-  HWY_DYNAMIC_DISPATCH(SoftmaxNormalize)(x, y, n, m, detail::make_inv_t64(inv_t), scale, backward);
+  HWY_DYNAMIC_DISPATCH(SoftmaxNormalize)(x, y, n, m, InverseTemperature::of(inv_t), scale, backward);
 }
 
 void f64_log_softmax_normalize(const double* x, double* y, std::size_t n, double m, double inv_t, double log_d,
                                bool backward) {
-  HWY_DYNAMIC_DISPATCH(LogSoftmaxNormalize)(x, y, n, m, detail::make_inv_t64(inv_t), log_d, backward);
+  HWY_DYNAMIC_DISPATCH(LogSoftmaxNormalize)(x, y, n, m, InverseTemperature::of(inv_t), log_d, backward);
 }
 
 void f64_exp_flush(const double* z, const double* z_lo, double* y, std::size_t n) {
