@@ -5,10 +5,10 @@
 
 namespace smax::cpu {
 
-// Compute: the arithmetic type of the exact variants' scalar passes. f32 computes in
-// double so that x - max and the exp argument carry no float rounding (an f32 argument
-// of -69 is off by up to 4e-6 relative); contiguous f32 rows take the vectorised
-// passes instead, which carry that rounding error explicitly (simd/f32_rows.hpp).
+// Compute: the arithmetic type of the row statistics and of the scalar passes. f32
+// computes in double so that x - max and the exp argument carry no float rounding (an
+// f32 argument of -69 is off by up to 4e-6 relative); the vectorised passes compute
+// in float lanes and carry that rounding error explicitly (simd/argument-inl.h).
 // f16 and bf16 compute in float and round once on store; f64 computes in f64.
 // NaiveCompute: the naive variant computes in the storage precision (float for f32),
 // so that it overflows where the textbook formula does (exp(x) > FLT_MAX at x > 88.7).

@@ -21,8 +21,9 @@ using detail::Stats;
 
 // Contiguous rows (unit strides) of f32, f16 and bf16 go to the vectorised kernels of
 // cpu/simd/f32_rows.hpp, which compute in float lanes (with the argument's rounding
-// error carried, and sums in double) and meet every dtype's bar; execute.cpp gathers
-// strided rows, so the scalar loops below are only a fallback for strided rows.
+// error carried, and sums in double) and meet every dtype's bar. execute.cpp gathers
+// strided rows first, so the scalar loops below only serve a caller that passes
+// another stride; they are each pass in its plainest form.
 template <class T>
 inline constexpr bool kSimdRows =
     std::is_same_v<T, float> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
