@@ -129,9 +129,8 @@ physical limit, on as many threads) and the other libraries this build found
 (oneDNN, XNNPACK), on the same data, and prints one table per workload:
 GB/s = (input + output bytes) / median time, auto's fraction of copy and its
 ratio to the best other library, and the largest relative error of each
-implementation against a long double reference. smax's f32 kernels are
-vectorised (Highway, the best target of this CPU); f64, f16 and bf16 are still
-scalar (one or two exp per element, about 1 GB/s per core).
+implementation against a long double reference. smax's kernels are
+vectorised for every dtype (Highway, the best target of this CPU).
 
 Workloads (--workload, comma-separated; 'all' for every one):
   sweep       f32 rows x columns, columns 128 to 2^20 doubling, and 1000, 3000,
