@@ -4,13 +4,10 @@
 // time with HWY_DYNAMIC_DISPATCH.
 #include "cpu/simd/f32_rows.hpp"
 
-#include <bit>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <type_traits>
-
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/simd/f32_rows.cpp"

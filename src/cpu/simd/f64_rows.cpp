@@ -3,10 +3,8 @@
 // time with HWY_DYNAMIC_DISPATCH.
 #include "cpu/simd/f64_rows.hpp"
 
-#include <bit>
 #include <cstdint>
 #include <limits>
-
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/simd/f64_rows.cpp"
