@@ -42,7 +42,10 @@ def test_in_place_on_views(view):
     x = {"reversed": base[::-1, ::-1], "transposed": base.T, "strided": base[::2, ::3]}[view]
     expected = smax.softmax(np.ascontiguousarray(x), axis=0)
     assert smax.softmax(x, axis=0, out=x) is x
-    np.testing.assert_array_equal(x, expected)  # and so base changed: x is a view of it
+    # x is a view of base, so base changed. The contiguous copy may run other kernels
+    # (column panels where the view's axis is a row), so the two agree to the f64 bar,
+    # not necessarily to the last bit.
+    np.testing.assert_allclose(x, expected, rtol=1e-13, atol=0)
 
 
 def test_dlpack_producer_in_place():
