@@ -140,10 +140,6 @@ void run_rows(const detail::Problem& p, RowKernel<T> kernel, const RowParams& pa
 // whose elements lie a row apart. naive keeps its textbook rows (it overflows on
 // purpose).
 
-template <class T>
-inline constexpr bool kHasColumnKernel = std::is_same_v<T, float> || std::is_same_v<T, double> ||
-                                         std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
-
 struct ColumnSplit {
   int inner = -1;                // the batch dimension of unit stride
   std::int64_t width = 0;        // columns per panel
@@ -155,7 +151,7 @@ struct ColumnSplit {
 template <class T>
 std::optional<ColumnSplit> column_split(const detail::Problem& p, const detail::Plan& plan) {
   const int inner = detail::column_dim(p);
-  if (!kHasColumnKernel<T> || plan.panel_width <= 0 || inner < 0) return std::nullopt;
+  if (plan.panel_width <= 0 || inner < 0) return std::nullopt;
   const std::int64_t extent = p.batch_shape[static_cast<std::size_t>(inner)];
   ColumnSplit s;
   s.inner = inner;
@@ -194,25 +190,23 @@ void run_panels(const detail::Problem& p, const ColumnSplit& split, const simd::
 
 template <class T>
 void run_columns(const detail::Problem& p, const detail::Plan& plan, const ColumnSplit& split) {
-  if constexpr (kHasColumnKernel<T>) {
-    const simd::ColumnParams params{p.op, p.inv_temperature, p.all_masked};
-    const std::int64_t units = split.outer_count * split.panels;
-    const int threads = static_cast<int>(std::min<std::int64_t>(plan.threads, units));
-    if (threads <= 1) {
-      run_panels<T>(p, split, params, 0, units);
-      return;
-    }
+  const simd::ColumnParams params{p.op, p.inv_temperature, p.all_masked};
+  const std::int64_t units = split.outer_count * split.panels;
+  const int threads = static_cast<int>(std::min<std::int64_t>(plan.threads, units));
+  if (threads <= 1) {
+    run_panels<T>(p, split, params, 0, units);
+    return;
+  }
 #pragma omp parallel num_threads(threads)
-    {
-      // A fixed contiguous share of the panels per thread; a panel's bits do not
-      // depend on which thread runs it.
-      const std::int64_t t = omp_get_thread_num();
-      const std::int64_t nt = omp_get_num_threads();
-      const std::int64_t share = units / nt;
-      const std::int64_t extra = units % nt;
-      const std::int64_t begin = t * share + std::min(t, extra);
-      run_panels<T>(p, split, params, begin, begin + share + (t < extra ? 1 : 0));
-    }
+  {
+    // A fixed contiguous share of the panels per thread; a panel's bits do not
+    // depend on which thread runs it.
+    const std::int64_t t = omp_get_thread_num();
+    const std::int64_t nt = omp_get_num_threads();
+    const std::int64_t share = units / nt;
+    const std::int64_t extra = units % nt;
+    const std::int64_t begin = t * share + std::min(t, extra);
+    run_panels<T>(p, split, params, begin, begin + share + (t < extra ? 1 : 0));
   }
 }
 

@@ -140,17 +140,24 @@ class SumLanes {
   hn::Vec<DI> count_;
 };
 
-template <class T, bool kUnitT>
-ExpSum RSumExpT(const T* x, std::size_t n, float m, const InverseTemperature& inv, bool backward) {
+// The sum of exp((x - m) / T) over [0, n), forward or backward. With kStore (the fused
+// variant's middle pass; forward only) each exp is also stored to e, and the terms at
+// the max are not counted apart: only softmax stores exps, and its d needs no exact
+// d - 1.
+template <class T, bool kUnitT, bool kStore>
+ExpSum RExpT(const T* x, float* e, std::size_t n, float m, const InverseTemperature& inv, bool backward) {
   const DF d;
   const std::size_t N = hn::Lanes(d);
   const ArgConsts c(d, m, inv);
   const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
-  SumLanes<true> s0, s1;  // two independent chains
+  SumLanes<!kStore> s0, s1;  // two independent chains
   auto exp_of = [&](VF v, VF& z) {
     VF z_lo;
     Argument<kUnitT>(d, c, v, z, z_lo);
     return ExpFor<T>(d, z, z_lo);
+  };
+  auto store = [&](VF v, std::size_t i) {
+    if constexpr (kStore) hn::StoreU(v, d, e + i);
   };
   Walk<4>(
       d, n, backward,
@@ -160,18 +167,24 @@ ExpSum RSumExpT(const T* x, std::size_t n, float m, const InverseTemperature& in
         const VF e1 = exp_of(LoadF32(d, x + i + N), z1);
         const VF e2 = exp_of(LoadF32(d, x + i + 2 * N), z2);
         const VF e3 = exp_of(LoadF32(d, x + i + 3 * N), z3);
+        store(e0, i);
+        store(e1, i + N);
+        store(e2, i + 2 * N);
+        store(e3, i + 3 * N);
         s0.Add(e0, z0, e1, z1);
         s1.Add(e2, z2, e3, z3);
       },
       [&](std::size_t i) {
         VF z;
-        const VF e = exp_of(LoadF32(d, x + i), z);
-        s0.Add(e, z);
+        const VF ev = exp_of(LoadF32(d, x + i), z);
+        store(ev, i);
+        s0.Add(ev, z);
       },
       [&](std::size_t i, std::size_t count) {
         VF z;
-        const VF e = exp_of(LoadTailF32(d, x + i, count, neg_inf), z);  // -inf adds 0
-        s1.Add(e, z);
+        const VF ev = exp_of(LoadTailF32(d, x + i, count, neg_inf), z);  // -inf adds 0
+        if constexpr (kStore) StoreTail(d, ev, e + i, count);
+        s1.Add(ev, z);
       });
   const ExpSum r0 = s0.Result();
   const ExpSum r1 = s1.Result();
@@ -180,56 +193,13 @@ ExpSum RSumExpT(const T* x, std::size_t n, float m, const InverseTemperature& in
 
 template <class T>
 ExpSum RSumExp(const T* x, std::size_t n, float m, const InverseTemperature& inv, bool unit_t, bool backward) {
-  return unit_t ? RSumExpT<T, true>(x, n, m, inv, backward) : RSumExpT<T, false>(x, n, m, inv, backward);
-}
-
-// Only softmax stores exps, and its d needs no exact d - 1: no split at the max.
-template <class T, bool kUnitT>
-ExpSum RStoreExpT(const T* x, float* e, std::size_t n, float m, const InverseTemperature& inv) {
-  const DF d;
-  const std::size_t N = hn::Lanes(d);
-  const ArgConsts c(d, m, inv);
-  SumLanes<false> s0, s1;
-  auto exp_of = [&](VF v, VF& z) {
-    VF z_lo;
-    Argument<kUnitT>(d, c, v, z, z_lo);
-    return ExpFor<T>(d, z, z_lo);
-  };
-  Walk<4>(
-      d, n, false,
-      [&](std::size_t i) {
-        VF z0, z1, z2, z3;
-        const VF e0 = exp_of(LoadF32(d, x + i), z0);
-        const VF e1 = exp_of(LoadF32(d, x + i + N), z1);
-        const VF e2 = exp_of(LoadF32(d, x + i + 2 * N), z2);
-        const VF e3 = exp_of(LoadF32(d, x + i + 3 * N), z3);
-        hn::StoreU(e0, d, e + i);
-        hn::StoreU(e1, d, e + i + N);
-        hn::StoreU(e2, d, e + i + 2 * N);
-        hn::StoreU(e3, d, e + i + 3 * N);
-        s0.Add(e0, z0, e1, z1);
-        s1.Add(e2, z2, e3, z3);
-      },
-      [&](std::size_t i) {
-        VF z;
-        const VF ev = exp_of(LoadF32(d, x + i), z);
-        hn::StoreU(ev, d, e + i);
-        s0.Add(ev, z);
-      },
-      [&](std::size_t i, std::size_t count) {
-        VF z;
-        const VF ev = exp_of(LoadTailF32(d, x + i, count, hn::Set(d, -std::numeric_limits<float>::infinity())), z);
-        StoreTail(d, ev, e + i, count);
-        s1.Add(ev, z);
-      });
-  const ExpSum r0 = s0.Result();
-  const ExpSum r1 = s1.Result();
-  return ExpSum{0, r0.below_max + r1.below_max};
+  return unit_t ? RExpT<T, true, false>(x, nullptr, n, m, inv, backward)
+                : RExpT<T, false, false>(x, nullptr, n, m, inv, backward);
 }
 
 template <class T>
 ExpSum RStoreExp(const T* x, float* e, std::size_t n, float m, const InverseTemperature& inv, bool unit_t) {
-  return unit_t ? RStoreExpT<T, true>(x, e, n, m, inv) : RStoreExpT<T, false>(x, e, n, m, inv);
+  return unit_t ? RExpT<T, true, true>(x, e, n, m, inv, false) : RExpT<T, false, true>(x, e, n, m, inv, false);
 }
 
 // y = f(x) over [0, n), x and y of storage types, one vector at a time.
