@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "array_layout.hpp"
 #include "smax/smax.hpp"
 
 namespace nb = nanobind;
@@ -64,20 +65,8 @@ smax::DType checked_dtype(std::string_view op, std::string_view which, nb::dlpac
                                            dtype_name(t) + "; use float32, float64, float16 or bfloat16");
 }
 
-template <class Array>
-std::vector<std::int64_t> shape_of(const Array& a) {
-  std::vector<std::int64_t> shape(a.ndim());
-  for (std::size_t i = 0; i < a.ndim(); ++i) shape[i] = static_cast<std::int64_t>(a.shape(i));
-  return shape;
-}
-
-// nanobind reports strides in elements, as smax wants them (0 and negative included).
-template <class Array>
-std::vector<std::int64_t> strides_of(const Array& a) {
-  std::vector<std::int64_t> strides(a.ndim());
-  for (std::size_t i = 0; i < a.ndim(); ++i) strides[i] = a.stride(i);
-  return strides;
-}
+using smax_python::shape_of;
+using smax_python::strides_of;
 
 smax::Op parse_op(const std::string& name) {
   if (name == "softmax") return smax::Op::softmax;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "array_layout.hpp"
 #include "smax/smax.hpp"
 
 namespace nb = nanobind;
@@ -39,19 +40,8 @@ smax::DType float_dtype(const std::string& op, const char* which, nb::dlpack::dt
                                            ", " + std::to_string(t.bits) + " bits); use float32, float64, float16 or bfloat16");
 }
 
-template <class Array>
-std::vector<std::int64_t> shape_of(const Array& a) {
-  std::vector<std::int64_t> shape(a.ndim());
-  for (std::size_t i = 0; i < a.ndim(); ++i) shape[i] = static_cast<std::int64_t>(a.shape(i));
-  return shape;
-}
-
-template <class Array>
-std::vector<std::int64_t> strides_of(const Array& a) {
-  std::vector<std::int64_t> strides(a.ndim());
-  for (std::size_t i = 0; i < a.ndim(); ++i) strides[i] = a.stride(i);
-  return strides;
-}
+using smax_python::shape_of;
+using smax_python::strides_of;
 
 // A view and the shape/stride storage it points into.
 struct Floats {

@@ -12,16 +12,14 @@ namespace {
 
 // The on-chip buffer of the 16-bit rows: kFusedMaxLength floats (64 KiB), one per
 // thread, allocated once. It fits the L2 of every x86-64 and Arm server core.
-template <class C>
-C* fused_buffer() {
-  thread_local std::vector<C> buffer(static_cast<std::size_t>(kFusedMaxLength));
+float* fused_buffer() {
+  thread_local std::vector<float> buffer(static_cast<std::size_t>(kFusedMaxLength));
   return buffer.data();
 }
 
 // f32, f16 and bf16 (contiguous rows; execute.cpp gathers the others): a short
-// softmax row is done in registers; otherwise the max, then
-// one pass that stores exp(z) and sums it, then a scaling pass, so each element's exp
-// is computed once. The exps go to y itself for f32 (nothing else is written), to
+// softmax row is done in registers; otherwise the max, then one pass that stores
+// exp(z) and sums it, then a scaling pass, so each element's exp is computed once. The exps go to y itself for f32 (nothing else is written), to
 // the float buffer for the 16-bit types. log_softmax and logsumexp need no exps kept:
 // their passes are the shared ones.
 template <class T>
@@ -43,7 +41,7 @@ void fused_row_simd(const Row<T>& row, const RowParams& p) {
   if constexpr (std::is_same_v<T, float>) {
     e = row.y;
   } else {
-    e = fused_buffer<float>();
+    e = fused_buffer();
   }
   add_exp_sum(s.d, simd::f32_rstore_exp_minus_max(row.x, e, n, static_cast<float>(s.m), p.inv_t));
   finish_row(row, p, s, [&](const Normalizer<C>& f) { simd::f32_vscale(e, row.y, n, static_cast<float>(f.scale)); });
