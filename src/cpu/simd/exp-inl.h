@@ -53,18 +53,23 @@ HWY_INLINE void ScaleOf(D d, V zc, V& n, hn::Vec<hn::RebindToUnsigned<D>>& shift
   shifted = hn::BitCast(du, t);
 }
 
-// exp(r) - 1 for |r| <= 0.35, after the reduction of z + z_lo by n * ln2.
+// exp(r) - 1 for |r| <= 0.35.
 template <class D, class V = hn::Vec<D>>
-HWY_INLINE V ExpM1Reduced(D d, V zc, V z_lo, V n) {
-  V r = hn::NegMulAdd(n, hn::Set(d, 0x1.62E4p-1f), zc);  // ln2_hi
-  r = hn::NegMulAdd(n, hn::Set(d, 0x1.7F7D1Cp-20f), r);  // ln2_lo
-  r = hn::Add(r, z_lo);
+HWY_INLINE V ExpM1Poly(D d, V r) {
   V p = hn::Set(d, 0x1.6a1a72p-10f);
   p = hn::MulAdd(p, r, hn::Set(d, 0x1.123fc6p-7f));
   p = hn::MulAdd(p, r, hn::Set(d, 0x1.555916p-5f));
   p = hn::MulAdd(p, r, hn::Set(d, 0x1.55548ap-3f));
   p = hn::MulAdd(p, r, hn::Set(d, 0x1.fffffcp-2f));
   return hn::MulAdd(p, hn::Mul(r, r), r);
+}
+
+// exp(r) - 1 after the reduction of z + z_lo by n * ln2.
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE V ExpM1Reduced(D d, V zc, V z_lo, V n) {
+  V r = hn::NegMulAdd(n, hn::Set(d, 0x1.62E4p-1f), zc);  // ln2_hi
+  r = hn::NegMulAdd(n, hn::Set(d, 0x1.7F7D1Cp-20f), r);  // ln2_lo
+  return ExpM1Poly(d, hn::Add(r, z_lo));
 }
 
 template <class D, class V = hn::Vec<D>>

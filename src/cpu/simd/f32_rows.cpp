@@ -17,6 +17,7 @@
 #include "cpu/simd/argument-inl.h"
 #include "cpu/simd/convert-inl.h"
 #include "cpu/simd/exp-inl.h"
+#include "cpu/simd/exp_minus_max-inl.h"
 #include "cpu/simd/walk-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -50,11 +51,42 @@ HWY_INLINE VF ExpFor(DF d, VF z, VF z_lo) {
   }
 }
 
+// The two ways to the exps exp((x - m) / T), as functors the passes take: both return
+// the exp and set z, the argument (0 exactly at the max: SumLanes counts the terms at
+// the max by it).
+//
+// ExactArgumentExp: x - m with its rounding error, scaled by 1/T (argument-inl.h),
+// then exp-inl.h's exp. Any finite m, any T.
 template <class T, bool kUnitT>
-HWY_INLINE VF ExpOf(DF d, const ArgConsts& c, VF x) {
-  VF z, z_lo;
-  Argument<kUnitT>(d, c, x, z, z_lo);
-  return ExpFor<T>(d, z, z_lo);
+struct ExactArgumentExp {
+  ArgConsts c;
+  ExactArgumentExp(DF d, float m, const InverseTemperature& inv) : c(d, m, inv) {}
+  HWY_INLINE VF operator()(DF d, VF x, VF& z) const {
+    VF z_lo;
+    Argument<kUnitT>(d, c, x, z, z_lo);
+    return ExpFor<T>(d, z, z_lo);
+  }
+};
+
+// FoldedMaxExp: x - m folded into the exp's range reduction (exp_minus_max-inl.h),
+// 6 operations a vector fewer. T == 1, MaxSplit::fits(m), and targets with FMA: the
+// reduction's (n + k) * ln2_lo must not round, and n + k can be large.
+template <class T>
+struct FoldedMaxExp {
+  MaxSplitLanes<DF> c;
+  FoldedMaxExp(DF d, float m) : c(d, MaxSplit::of(m)) {}
+  HWY_INLINE VF operator()(DF d, VF x, VF& z) const {
+    return ExpMinusMax</*kGradual=*/std::is_same_v<T, bfloat16>>(d, c, x, z);  // bf16: see ExpFor
+  }
+};
+
+// Calls f with the exp functor for a row with finite max m.
+template <class T, class F>
+HWY_INLINE auto WithExp(float m, const InverseTemperature& inv, F&& f) {
+  const DF d;
+  if (HWY_NATIVE_FMA && inv.unit && MaxSplit::fits(m)) return f(FoldedMaxExp<T>(d, m));
+  if (inv.unit) return f(ExactArgumentExp<T, true>(d, m, inv));
+  return f(ExactArgumentExp<T, false>(d, m, inv));
 }
 
 template <class T>
@@ -140,22 +172,16 @@ class SumLanes {
   hn::Vec<DI> count_;
 };
 
-// The sum of exp((x - m) / T) over [0, n), forward or backward. With kStore (the fused
-// variant's middle pass; forward only) each exp is also stored to e, and the terms at
-// the max are not counted apart: only softmax stores exps, and its d needs no exact
-// d - 1.
-template <class T, bool kUnitT, bool kStore>
-ExpSum RExpT(const T* x, float* e, std::size_t n, float m, const InverseTemperature& inv, bool backward) {
+// The sum of exp((x - m) / T) over [0, n) with the functor `exp_of` (WithExp),
+// forward or backward. With kStore (the fused variant's middle pass; forward only)
+// each exp is also stored to e, and the terms at the max are not counted apart: only
+// softmax stores exps, and its d needs no exact d - 1.
+template <bool kStore, class T, class Exp>
+HWY_INLINE ExpSum RExp(const Exp& exp_of, const T* x, float* e, std::size_t n, bool backward) {
   const DF d;
   const std::size_t N = hn::Lanes(d);
-  const ArgConsts c(d, m, inv);
   const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
   SumLanes<!kStore> s0, s1;  // two independent chains
-  auto exp_of = [&](VF v, VF& z) {
-    VF z_lo;
-    Argument<kUnitT>(d, c, v, z, z_lo);
-    return ExpFor<T>(d, z, z_lo);
-  };
   auto store = [&](VF v, std::size_t i) {
     if constexpr (kStore) hn::StoreU(v, d, e + i);
   };
@@ -163,10 +189,10 @@ ExpSum RExpT(const T* x, float* e, std::size_t n, float m, const InverseTemperat
       d, n, backward,
       [&](std::size_t i) {
         VF z0, z1, z2, z3;
-        const VF e0 = exp_of(LoadF32(d, x + i), z0);
-        const VF e1 = exp_of(LoadF32(d, x + i + N), z1);
-        const VF e2 = exp_of(LoadF32(d, x + i + 2 * N), z2);
-        const VF e3 = exp_of(LoadF32(d, x + i + 3 * N), z3);
+        const VF e0 = exp_of(d, LoadF32(d, x + i), z0);
+        const VF e1 = exp_of(d, LoadF32(d, x + i + N), z1);
+        const VF e2 = exp_of(d, LoadF32(d, x + i + 2 * N), z2);
+        const VF e3 = exp_of(d, LoadF32(d, x + i + 3 * N), z3);
         store(e0, i);
         store(e1, i + N);
         store(e2, i + 2 * N);
@@ -176,13 +202,13 @@ ExpSum RExpT(const T* x, float* e, std::size_t n, float m, const InverseTemperat
       },
       [&](std::size_t i) {
         VF z;
-        const VF ev = exp_of(LoadF32(d, x + i), z);
+        const VF ev = exp_of(d, LoadF32(d, x + i), z);
         store(ev, i);
         s0.Add(ev, z);
       },
       [&](std::size_t i, std::size_t count) {
         VF z;
-        const VF ev = exp_of(LoadTailF32(d, x + i, count, neg_inf), z);  // -inf adds 0
+        const VF ev = exp_of(d, LoadTailF32(d, x + i, count, neg_inf), z);  // -inf adds 0
         if constexpr (kStore) StoreTail(d, ev, e + i, count);
         s1.Add(ev, z);
       });
@@ -192,14 +218,13 @@ ExpSum RExpT(const T* x, float* e, std::size_t n, float m, const InverseTemperat
 }
 
 template <class T>
-ExpSum RSumExp(const T* x, std::size_t n, float m, const InverseTemperature& inv, bool unit_t, bool backward) {
-  return unit_t ? RExpT<T, true, false>(x, nullptr, n, m, inv, backward)
-                : RExpT<T, false, false>(x, nullptr, n, m, inv, backward);
+ExpSum RSumExp(const T* x, std::size_t n, float m, const InverseTemperature& inv, bool backward) {
+  return WithExp<T>(m, inv, [&](const auto& exp_of) { return RExp<false>(exp_of, x, nullptr, n, backward); });
 }
 
 template <class T>
-ExpSum RStoreExp(const T* x, float* e, std::size_t n, float m, const InverseTemperature& inv, bool unit_t) {
-  return unit_t ? RExpT<T, true, true>(x, e, n, m, inv, false) : RExpT<T, false, true>(x, e, n, m, inv, false);
+ExpSum RStoreExp(const T* x, float* e, std::size_t n, float m, const InverseTemperature& inv) {
+  return WithExp<T>(m, inv, [&](const auto& exp_of) { return RExp<true>(exp_of, x, e, n, false); });
 }
 
 // y = f(x) over [0, n), x and y of storage types, one vector at a time.
@@ -220,23 +245,17 @@ void VScale(const float* e, T* y, std::size_t n, float scale) {
   Map(d, e, y, n, false, [&](VF v) { return hn::Mul(v, vscale); });
 }
 
-template <class T, bool kUnitT>
-void SoftmaxNormalizeT(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv, float scale,
-                       bool backward) {
-  const DF d;
-  const ArgConsts c(d, m, inv);
-  const VF vscale = hn::Set(d, scale);
-  Map(d, x, y, n, backward, [&](VF v) { return hn::Mul(ExpOf<T, kUnitT>(d, c, v), vscale); });
-}
-
 template <class T>
-void SoftmaxNormalize(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv, bool unit_t, float scale,
+void SoftmaxNormalize(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv, float scale,
                       bool backward) {
-  if (unit_t) {
-    SoftmaxNormalizeT<T, true>(x, y, n, m, inv, scale, backward);
-  } else {
-    SoftmaxNormalizeT<T, false>(x, y, n, m, inv, scale, backward);
-  }
+  const DF d;
+  const VF vscale = hn::Set(d, scale);
+  WithExp<T>(m, inv, [&](const auto& exp_of) {
+    Map(d, x, y, n, backward, [&](VF v) {
+      VF z;
+      return hn::Mul(exp_of(d, v, z), vscale);
+    });
+  });
 }
 
 template <class T, bool kUnitT>
@@ -253,13 +272,31 @@ void LogSoftmaxNormalizeT(const T* x, T* y, std::size_t n, float m, const Invers
 }
 
 template <class T>
-void LogSoftmaxNormalize(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv, bool unit_t, float log_d,
+void LogSoftmaxNormalize(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv, float log_d,
                          bool backward) {
-  if (unit_t) {
+  if (inv.unit) {
     LogSoftmaxNormalizeT<T, true>(x, y, n, m, inv, log_d, backward);
   } else {
     LogSoftmaxNormalizeT<T, false>(x, y, n, m, inv, log_d, backward);
   }
+}
+
+// v[k] = exp_of(v[k]) for every k; returns their sum.
+template <std::size_t kVectors, class Exp>
+HWY_INLINE double ExpsInRegisters(const Exp& exp_of, VF (&v)[kVectors]) {
+  const DF d;
+  SumLanes<false> sum;
+  for (std::size_t k = 0; k < kVectors; k += 2) {
+    VF z0, z1;
+    v[k] = exp_of(d, v[k], z0);
+    if (k + 1 < kVectors) {
+      v[k + 1] = exp_of(d, v[k + 1], z1);
+      sum.Add(v[k], z0, v[k + 1], z1);
+    } else {
+      sum.Add(v[k], z0);
+    }
+  }
+  return sum.Result().below_max;
 }
 
 // Softmax of a row of at most kVectors vectors held in registers: one load and one
@@ -267,7 +304,7 @@ void LogSoftmaxNormalize(const T* x, T* y, std::size_t n, float m, const Inverse
 // passes (pairs of terms added in float, widened into double lanes, 1 / d rounded to
 // float). Returns false, writing nothing, if the max is not finite (NaN, +inf, or an
 // all -inf row): the general path decides those rows.
-template <class T, std::size_t kVectors, bool kUnitT>
+template <class T, std::size_t kVectors>
 bool SoftmaxInRegistersT(const T* x, T* y, std::size_t n, const InverseTemperature& inv) {
   const DF d;
   const std::size_t N = hn::Lanes(d);
@@ -287,21 +324,8 @@ bool SoftmaxInRegistersT(const T* x, T* y, std::size_t n, const InverseTemperatu
   const float m = hn::GetLane(hn::MaxOfLanes(d, vmax));
   if (!hn::AllFalse(d, nan) || !std::isfinite(m)) return false;
 
-  const ArgConsts c(d, m, inv);
-  SumLanes<false> sum;
-  for (std::size_t k = 0; k < kVectors; k += 2) {
-    VF z0, z1, lo0, lo1;
-    Argument<kUnitT>(d, c, v[k], z0, lo0);
-    v[k] = ExpFor<T>(d, z0, lo0);
-    if (k + 1 < kVectors) {
-      Argument<kUnitT>(d, c, v[k + 1], z1, lo1);
-      v[k + 1] = ExpFor<T>(d, z1, lo1);
-      sum.Add(v[k], z0, v[k + 1], z1);
-    } else {
-      sum.Add(v[k], z0);
-    }
-  }
-  const VF scale = hn::Set(d, static_cast<float>(1.0 / sum.Result().below_max));
+  const double sum = WithExp<T>(m, inv, [&](const auto& exp_of) { return ExpsInRegisters<kVectors>(exp_of, v); });
+  const VF scale = hn::Set(d, static_cast<float>(1.0 / sum));
   for (std::size_t k = 0; k < kVectors; ++k) {
     if (k < full) {
       StoreF32(d, hn::Mul(v[k], scale), y + k * N);
@@ -316,45 +340,29 @@ bool SoftmaxInRegistersT(const T* x, T* y, std::size_t n, const InverseTemperatu
 // rows take the fused passes over L1.
 inline constexpr std::size_t kMaxRegisterVectors = 16;
 
-template <class T, bool kUnitT>
-bool SoftmaxInRegistersN(const T* x, T* y, std::size_t n, const InverseTemperature& inv) {
-  const std::size_t N = hn::Lanes(DF());
-  if (n <= 2 * N) return SoftmaxInRegistersT<T, 2, kUnitT>(x, y, n, inv);
-  if (n <= 4 * N) return SoftmaxInRegistersT<T, 4, kUnitT>(x, y, n, inv);
-  if (n <= 8 * N) return SoftmaxInRegistersT<T, 8, kUnitT>(x, y, n, inv);
-  return SoftmaxInRegistersT<T, kMaxRegisterVectors, kUnitT>(x, y, n, inv);
-}
-
 // Rows one after another in one call: no dispatch or set-up per row, and the
 // out-of-order core overlaps one row's reductions with the next row's loads.
-template <class T, std::size_t kVectors, bool kUnitT>
+template <class T, std::size_t kVectors>
 std::size_t RowsInRegistersT(const T* x, std::ptrdiff_t x_row_stride, T* y, std::ptrdiff_t y_row_stride,
                              std::size_t rows, std::size_t n, const InverseTemperature& inv) {
   for (std::size_t r = 0; r < rows; ++r) {
     const auto offset = static_cast<std::ptrdiff_t>(r);
-    if (!SoftmaxInRegistersT<T, kVectors, kUnitT>(x + offset * x_row_stride, y + offset * y_row_stride, n, inv)) {
+    if (!SoftmaxInRegistersT<T, kVectors>(x + offset * x_row_stride, y + offset * y_row_stride, n, inv)) {
       return r;
     }
   }
   return rows;
 }
 
-template <class T, bool kUnitT>
-std::size_t RowsInRegistersN(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows,
-                             std::size_t n, const InverseTemperature& inv) {
-  const std::size_t N = hn::Lanes(DF());
-  if (n <= 2 * N) return RowsInRegistersT<T, 2, kUnitT>(x, xs, y, ys, rows, n, inv);
-  if (n <= 4 * N) return RowsInRegistersT<T, 4, kUnitT>(x, xs, y, ys, rows, n, inv);
-  if (n <= 8 * N) return RowsInRegistersT<T, 8, kUnitT>(x, xs, y, ys, rows, n, inv);
-  return RowsInRegistersT<T, kMaxRegisterVectors, kUnitT>(x, xs, y, ys, rows, n, inv);
-}
-
 template <class T>
 std::size_t RowsInRegisters(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows,
-                            std::size_t n, const InverseTemperature& inv, bool unit_t) {
-  if (n == 0 || n > kMaxRegisterVectors * hn::Lanes(DF())) return 0;
-  return unit_t ? RowsInRegistersN<T, true>(x, xs, y, ys, rows, n, inv)
-                : RowsInRegistersN<T, false>(x, xs, y, ys, rows, n, inv);
+                            std::size_t n, const InverseTemperature& inv) {
+  const std::size_t N = hn::Lanes(DF());
+  if (n == 0 || n > kMaxRegisterVectors * N) return 0;
+  if (n <= 2 * N) return RowsInRegistersT<T, 2>(x, xs, y, ys, rows, n, inv);
+  if (n <= 4 * N) return RowsInRegistersT<T, 4>(x, xs, y, ys, rows, n, inv);
+  if (n <= 8 * N) return RowsInRegistersT<T, 8>(x, xs, y, ys, rows, n, inv);
+  return RowsInRegistersT<T, kMaxRegisterVectors>(x, xs, y, ys, rows, n, inv);
 }
 
 std::size_t MaxRegisterRow() { return kMaxRegisterVectors * hn::Lanes(DF()); }
@@ -371,6 +379,22 @@ void ExpArray(const float* z, const float* z_lo, float* y, std::size_t n) {
       });
 }
 
+void ExpMinusMaxArray(const float* x, float* y, std::size_t n, float m, bool gradual) {
+  const DF d;
+  auto run = [&](const auto& exp_of) {
+    Map(d, x, y, n, false, [&](VF v) {
+      VF z;
+      return exp_of(d, v, z);
+    });
+  };
+  const InverseTemperature unit = InverseTemperature::of(1.0);
+  if (gradual) {
+    WithExp<bfloat16>(m, unit, run);
+  } else {
+    WithExp<float>(m, unit, run);
+  }
+}
+
 template <class T>
 void Convert(const T* x, float* wide, T* y, std::size_t n) {
   const DF d;
@@ -381,24 +405,24 @@ void Convert(const T* x, float* wide, T* y, std::size_t n) {
 // Plain names per storage type, for HWY_EXPORT.
 #define SMAX_ROW_KERNELS(Suffix, T)                                                                              \
   float RMax##Suffix(const T* x, std::size_t n) { return RMax(x, n); }                                          \
-  ExpSum RSumExp##Suffix(const T* x, std::size_t n, float m, const InverseTemperature& inv, bool unit_t, bool back) { \
-    return RSumExp(x, n, m, inv, unit_t, back);                                                                 \
+  ExpSum RSumExp##Suffix(const T* x, std::size_t n, float m, const InverseTemperature& inv, bool back) {          \
+    return RSumExp(x, n, m, inv, back);                                                                         \
   }                                                                                                             \
-  ExpSum RStoreExp##Suffix(const T* x, float* e, std::size_t n, float m, const InverseTemperature& inv, bool unit_t) { \
-    return RStoreExp(x, e, n, m, inv, unit_t);                                                                  \
+  ExpSum RStoreExp##Suffix(const T* x, float* e, std::size_t n, float m, const InverseTemperature& inv) {         \
+    return RStoreExp(x, e, n, m, inv);                                                                          \
   }                                                                                                             \
   void VScale##Suffix(const float* e, T* y, std::size_t n, float scale) { VScale(e, y, n, scale); }              \
   std::size_t RowsInRegisters##Suffix(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows, \
-                                      std::size_t n, const InverseTemperature& inv, bool unit_t) {                    \
-    return RowsInRegisters(x, xs, y, ys, rows, n, inv, unit_t);                                                 \
+                                      std::size_t n, const InverseTemperature& inv) {                                 \
+    return RowsInRegisters(x, xs, y, ys, rows, n, inv);                                                         \
   }                                                                                                             \
-  void SoftmaxNormalize##Suffix(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv, bool unit_t,  \
-                                float scale, bool back) {                                                       \
-    SoftmaxNormalize(x, y, n, m, inv, unit_t, scale, back);                                                     \
+  void SoftmaxNormalize##Suffix(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv, float scale, \
+                                bool back) {                                                                    \
+    SoftmaxNormalize(x, y, n, m, inv, scale, back);                                                             \
   }                                                                                                             \
   void LogSoftmaxNormalize##Suffix(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv,           \
-                                   bool unit_t, float log_d, bool back) {                                       \
-    LogSoftmaxNormalize(x, y, n, m, inv, unit_t, log_d, back);                                                  \
+                                   float log_d, bool back) {                                                    \
+    LogSoftmaxNormalize(x, y, n, m, inv, log_d, back);                                                          \
   }
 
 SMAX_ROW_KERNELS(F32, float)
@@ -425,28 +449,28 @@ namespace smax::cpu::simd {
                                             std::ptrdiff_t y_row_stride, std::size_t rows, std::size_t n,         \
                                             double inv_t) {                                                       \
     return HWY_DYNAMIC_DISPATCH(RowsInRegisters##Suffix)(x, x_row_stride, y, y_row_stride, rows, n,               \
-                                                         InverseTemperature::of(inv_t), inv_t == 1.0);                \
+                                                         InverseTemperature::of(inv_t));                          \
   }                                                                                                               \
   HWY_EXPORT(SoftmaxNormalize##Suffix);                                                                           \
   HWY_EXPORT(LogSoftmaxNormalize##Suffix);                                                                        \
   float f32_rmax(const T* x, std::size_t n) { return HWY_DYNAMIC_DISPATCH(RMax##Suffix)(x, n); }                  \
   ExpSum f32_rsum_exp_minus_max(const T* x, std::size_t n, float m, double inv_t, bool backward) {                \
-    return HWY_DYNAMIC_DISPATCH(RSumExp##Suffix)(x, n, m, InverseTemperature::of(inv_t), inv_t == 1.0, backward);     \
+    return HWY_DYNAMIC_DISPATCH(RSumExp##Suffix)(x, n, m, InverseTemperature::of(inv_t), backward);               \
   }                                                                                                               \
   ExpSum f32_rstore_exp_minus_max(const T* x, float* e, std::size_t n, float m, double inv_t) {                   \
-    return HWY_DYNAMIC_DISPATCH(RStoreExp##Suffix)(x, e, n, m, InverseTemperature::of(inv_t), inv_t == 1.0);          \
+    return HWY_DYNAMIC_DISPATCH(RStoreExp##Suffix)(x, e, n, m, InverseTemperature::of(inv_t));                    \
   }                                                                                                               \
   void f32_vscale(const float* e, T* y, std::size_t n, float scale) {                                             \
     HWY_DYNAMIC_DISPATCH(VScale##Suffix)(e, y, n, scale);                                                         \
   }                                                                                                               \
   void f32_softmax_normalize(const T* x, T* y, std::size_t n, float m, double inv_t, float scale, bool backward) { \
     HWY_DYNAMIC_DISPATCH(SoftmaxNormalize##Suffix)                                                                \
-    (x, y, n, m, InverseTemperature::of(inv_t), inv_t == 1.0, scale, backward);                                       \
+    (x, y, n, m, InverseTemperature::of(inv_t), scale, backward);                                                 \
   }                                                                                                               \
   void f32_log_softmax_normalize(const T* x, T* y, std::size_t n, float m, double inv_t, float log_d,             \
                                  bool backward) {                                                                 \
     HWY_DYNAMIC_DISPATCH(LogSoftmaxNormalize##Suffix)                                                             \
-    (x, y, n, m, InverseTemperature::of(inv_t), inv_t == 1.0, log_d, backward);                                       \
+    (x, y, n, m, InverseTemperature::of(inv_t), log_d, backward);                                                 \
   }
 
 SMAX_EXPORT_ROW_KERNELS(F32, float)
@@ -455,6 +479,7 @@ SMAX_EXPORT_ROW_KERNELS(BF16, bfloat16)
 #undef SMAX_EXPORT_ROW_KERNELS
 
 HWY_EXPORT(ExpArray);
+HWY_EXPORT(ExpMinusMaxArray);
 HWY_EXPORT(MaxRegisterRow);
 
 std::size_t f32_max_register_row() { return HWY_DYNAMIC_DISPATCH(MaxRegisterRow)(); }
@@ -463,6 +488,10 @@ HWY_EXPORT(ConvertBF16);
 
 void f32_exp_flush(const float* z, const float* z_lo, float* y, std::size_t n) {
   HWY_DYNAMIC_DISPATCH(ExpArray)(z, z_lo, y, n);
+}
+
+void f32_exp_minus_max(const float* x, float* y, std::size_t n, float m, bool gradual) {
+  HWY_DYNAMIC_DISPATCH(ExpMinusMaxArray)(x, y, n, m, gradual);
 }
 
 void f32_convert(const half* x, float* wide, half* y, std::size_t n) {

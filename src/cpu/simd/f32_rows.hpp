@@ -4,10 +4,12 @@
 // any n >= 0, any alignment, and its tail with masked or buffered loads and stores
 // (no scalar remainder loop). T is float, half or bfloat16.
 //
-// Accuracy: the exp argument z = (x - m) / T is computed in float together with its
+// Accuracy: with T == 1 (|m| <= 16384, FMA targets), x - m goes into the exp's range reduction
+// without rounding (exp_minus_max-inl.h: within 2.5 ulp, exactly 1 at the max);
+// otherwise the exp argument z = (x - m) / T is computed in float together with its
 // rounding error z_lo (the exact error of x - m, the exact error of the product by
 // 1/T, and 1/T carried as a double-float), and exp(z + z_lo) is evaluated to within
-// 1.01 ulp; sums add pairs of terms in float and accumulate them in double lanes. Results below the smallest normal float
+// 1.01 ulp. Sums add pairs of terms in float and accumulate them in double lanes. Results below the smallest normal float
 // flush to 0, except for bf16 rows, whose outputs reach float's subnormals.
 // See docs/ARCHITECTURE.md.
 #pragma once
@@ -83,6 +85,11 @@ void f32_log_softmax_normalize(const bfloat16* x, bfloat16* y, std::size_t n, fl
 
 // y[i] = exp(z[i] + z_lo[i]) with the kernels' exp (0 below the normal range); for tests.
 void f32_exp_flush(const float* z, const float* z_lo, float* y, std::size_t n);
+
+// y[i] = exp(x[i] - m) (x[i] <= m, m finite) by the row kernels' exp for unit
+// temperature, flushed to 0 below the normal range, or keeping float's subnormals with
+// `gradual` (bf16 rows); for tests.
+void f32_exp_minus_max(const float* x, float* y, std::size_t n, float m, bool gradual);
 
 // x converted to float and back, through the kernels' loads and stores; for tests.
 void f32_convert(const half* x, float* wide, half* y, std::size_t n);

@@ -1,0 +1,121 @@
+// exp(x - m) for the elements x of a row with max m, without computing x - m exactly.
+//
+// Why: x - m rounds in float (by up to half an ulp of m, which the exp turns into a
+// relative error of |m| * 2^-24), so exp-inl.h's callers carry that rounding error
+// (argument-inl.h: TwoSum, 6 operations a vector). Here the subtraction goes into
+// exp's own range reduction instead. With m = k * ln2 + delta (k an integer, |delta|
+// <= ln2 / 2, both found once per row):
+//   s = x - m in float: it only picks n, marks the max (s == 0) and finds the
+//       results below the cutoff; its rounding error does not reach the result;
+//   n = round(s * log2(e)),
+//   r = x - (n + k) * ln2_hi - (n + k) * ln2_lo - delta,
+//   exp(x - m) = 2^n * exp(r),   |r| <= 0.35, exp(r) - 1 by exp-inl.h's polynomial.
+// The first step of r is exp(x)'s usual Cody-Waite step: (n + k) * ln2_hi has at most
+// 24 bits, and x lies within ln2 of it, so the difference is exact or rounds by at
+// most 2^-25 (x near 0); the later steps round by at most 2^-25 and 2^-26 each, and
+// delta (a double) by 2^-26 as a float: at most 2.5 ulp in all by this count, 1.25
+// measured (tests/unit/simd_exp_minus_max_test.cpp), where the kernels with TwoSum
+// reach 1.01. At x == m every step is exact but the last two, whose errors
+// stay below 2^-25, so exp(0) is exactly 1 (and the log ops can count the terms at
+// the max exactly).
+//
+// Domain: ln2_hi has 9 significant bits, so (n + k) * ln2_hi is exact for |n + k| <
+// 2^15: RowShift::fits asks |m| <= 16384, which covers every x within 104 of the max
+// (those further below give 0, whatever their size, -inf included). Results below
+// FLT_MIN (s < kExpCutoff) flush to 0, as exp-inl.h's do. Unit temperature only:
+// with 1/T the kernels take the general path. Targets with FMA only: without it,
+// (n + k) * ln2_lo rounds, by far more than 2^-26 when k is large.
+//
+// The first part (once per translation unit) splits a row's max; the second is
+// compiled once per Highway target (the -inl.h convention).
+#ifndef SMAX_CPU_SIMD_EXP_MINUS_MAX_ONCE
+#define SMAX_CPU_SIMD_EXP_MINUS_MAX_ONCE
+
+#include <cmath>
+#include <cstdint>
+
+namespace smax::cpu::simd {
+
+// ln2 = kRowLn2Hi + kRowLn2Lo + 1.6e-12; kRowLn2Hi has 9 significant bits.
+inline constexpr float kRowLn2Hi = 0x1.63p-1f;
+inline constexpr float kRowLn2Lo = -0x1.bd0106p-13f;
+
+// A row's max as m = k * (kRowLn2Hi + kRowLn2Lo) + delta.
+struct MaxSplit {
+  float m = 0;
+  float k = 0;      // an integer, |k| < 2^15
+  float delta = 0;  // rounded from the exact double difference, |delta| <= 0.35
+
+  // Whether a row with this (finite) max can take exp_minus_max-inl.h's exp.
+  static bool fits(float m) { return std::abs(m) <= 16384.0f; }
+
+  static MaxSplit of(float m) {
+    MaxSplit s;
+    s.m = m;
+    s.k = std::nearbyint(static_cast<float>(static_cast<double>(m) * 1.4426950408889634));
+    // k * (hi + lo) has at most 15 + 33 bits, and m lies within ln2 of it: exact.
+    const double c = static_cast<double>(s.k) * (static_cast<double>(kRowLn2Hi) + static_cast<double>(kRowLn2Lo));
+    s.delta = static_cast<float>(static_cast<double>(m) - c);
+    return s;
+  }
+};
+
+}  // namespace smax::cpu::simd
+#endif  // SMAX_CPU_SIMD_EXP_MINUS_MAX_ONCE
+
+#if defined(SMAX_CPU_SIMD_EXP_MINUS_MAX_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef SMAX_CPU_SIMD_EXP_MINUS_MAX_INL_H_
+#undef SMAX_CPU_SIMD_EXP_MINUS_MAX_INL_H_
+#else
+#define SMAX_CPU_SIMD_EXP_MINUS_MAX_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+#include "cpu/simd/exp-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace smax::cpu::simd::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// MaxSplit in lanes.
+template <class D>
+struct MaxSplitLanes {
+  hn::Vec<D> m;
+  hn::Vec<D> shift_minus_k;  // t - shift_minus_k = n + k (exact: integers below 2^24)
+  hn::Vec<D> delta;
+  MaxSplitLanes(D d, const MaxSplit& s)
+      : m(hn::Set(d, s.m)), shift_minus_k(hn::Set(d, kRoundingShift - s.k)), delta(hn::Set(d, s.delta)) {}
+};
+
+// s = x - m (rounded: 0 exactly at the max) and exp(x - m), 0 where s < kExpCutoff.
+// kGradual keeps float's subnormal results instead (for bf16 outputs, whose
+// subnormals are float's; exp-inl.h's ExpGradual does the same), down to exp(-104).
+template <bool kGradual = false, class D, class V = hn::Vec<D>>
+HWY_INLINE V ExpMinusMax(D d, const MaxSplitLanes<D>& c, V x, V& s) {
+  const hn::RebindToUnsigned<D> du;
+  s = hn::Sub(x, c.m);
+  const V t = hn::MulAdd(s, hn::Set(d, 1.44269502162933349609375f), hn::Set(d, kRoundingShift));  // log2(e)
+  const V n_plus_k = hn::Sub(t, c.shift_minus_k);
+  V r = hn::NegMulAdd(n_plus_k, hn::Set(d, kRowLn2Hi), x);
+  r = hn::NegMulAdd(n_plus_k, hn::Set(d, kRowLn2Lo), r);
+  const V q = ExpM1Poly(d, hn::Sub(r, c.delta));
+  // 2^n from t's low bits (exp-inl.h); lanes with n < -126 wrap, and are zeroed.
+  if constexpr (!kGradual) {
+    const V scale = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(hn::BitCast(du, t), hn::Set(du, 127u))));
+    return hn::IfThenZeroElse(hn::Lt(s, hn::Set(d, kExpCutoff)), hn::MulAdd(q, scale, scale));
+  } else {
+    // Below the normal range, built 2^64 times too large and scaled down by one final
+    // multiply, the only operation that sees a subnormal.
+    const auto below_normal = hn::Lt(t, hn::Set(d, kRoundingShift - 125.0f));  // n < -125
+    const auto bias = hn::IfThenElse(hn::RebindMask(du, below_normal), hn::Set(du, 127u + 64u), hn::Set(du, 127u));
+    const V scale = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(hn::BitCast(du, t), bias)));
+    const V y = hn::IfThenZeroElse(hn::Lt(s, hn::Set(d, -104.0f)), hn::MulAdd(q, scale, scale));
+    return hn::IfThenElse(below_normal, hn::Mul(y, hn::Set(d, 0x1p-64f)), y);
+  }
+}
+
+}  // namespace smax::cpu::simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // SMAX_CPU_SIMD_EXP_MINUS_MAX_INL_H_

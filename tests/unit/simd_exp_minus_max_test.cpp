@@ -1,0 +1,132 @@
+// The row kernels' exp(x - m) for unit temperature (cpu/simd/exp_minus_max-inl.h) on
+// every Highway target: x - m is never rounded, however far x lies from m, so the
+// result stays within 2.5 ulp of exp(x - m) computed in long double for maxima of any
+// size the kernels take it for; exactly 1 at the max; 0 below the normal range (or
+// float's subnormals, for bf16 rows); NaN stays NaN.
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string>
+#include <random>
+#include <vector>
+
+#include "seed.hpp"
+#include "simd_exp_check.hpp"
+
+namespace smax::test {
+namespace {
+
+class SimdExpMinusMax : public SeededTest {
+ protected:
+  // Maxima of every kind: 0, near +-ln2/2 (the split's delta at its widest), large
+  // and at the domain's edge, plus random ones.
+  std::vector<float> maxima() {
+    std::vector<float> m = {0.0f,     0.3465f,  -0.3466f,    1.0f,   88.7f,   -1000.5f, 12345.678f,
+                            16384.0f, -16384.0f, 1e-30f, -3.0e-5f, 5678.9f, 0.69314718f};
+    std::uniform_real_distribution<float> wide(-16384.0f, 16384.0f);
+    std::uniform_real_distribution<float> narrow(-4.0f, 4.0f);
+    for (int i = 0; i < 12; ++i) m.push_back(wide(rng()));
+    for (int i = 0; i < 12; ++i) m.push_back(narrow(rng()));
+    return m;
+  }
+
+  static long double reference(float x, float m) {
+    return std::exp(static_cast<long double>(x) - static_cast<long double>(m));
+  }
+
+  // Elements below m: uniform gaps to 87.3, the floats just below m, and values near 0
+  // (whose ulp is far finer than m's: x - m would round there).
+  std::vector<float> row_below(float m) {
+    std::vector<float> x;
+    std::uniform_real_distribution<float> gap(0.0f, 87.3f);
+    for (int i = 0; i < 20011; ++i) x.push_back(m - gap(rng()));
+    float below = m;
+    for (int i = 0; i < 200; ++i) x.push_back(below = std::nextafter(below, -std::numeric_limits<float>::infinity()));
+    std::uniform_real_distribution<float> small(-1e-3f, 1e-3f);
+    for (int i = 0; i < 2000; ++i) {
+      const float v = small(rng()) * std::pow(10.0f, -static_cast<float>(i % 30));
+      if (v <= m) x.push_back(v);
+    }
+    return x;
+  }
+};
+
+TEST_F(SimdExpMinusMax, Within2Point5UlpOfTheExactDifferenceForMaximaOfAnySize) {
+  std::map<std::string, double> worst_of_target;
+  for (float m : maxima()) {
+    const std::vector<float> x = row_below(m);
+    std::vector<float> y(x.size());
+    for (std::int64_t t : simd_targets()) {
+      with_target(t, [&] { cpu::simd::f32_exp_minus_max(x.data(), y.data(), x.size(), m, false); });
+      double worst = 0;
+      std::size_t worst_at = 0;
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        const long double r = reference(x[i], m);
+        if (r < std::numeric_limits<float>::min() * 1.01L) continue;  // the flush, checked below
+        const double e = ulp_error(y[i], static_cast<double>(r));
+        if (e > worst) worst = e, worst_at = i;
+      }
+      EXPECT_LE(worst, 2.5) << hwy::TargetName(t) << " m=" << m << " x=" << x[worst_at];
+      double& w = worst_of_target[hwy::TargetName(t)];
+      w = std::max(w, worst);
+    }
+  }
+  for (const auto& [target, ulps] : worst_of_target) {
+    std::printf("exp(x - m), %zu maxima, target %s: max error %.3f ulp\n", maxima().size(), target.c_str(), ulps);
+  }
+}
+
+TEST_F(SimdExpMinusMax, TheMaxGivesExactlyOne) {
+  for (float m : maxima()) {
+    const std::vector<float> x(37, m);
+    std::vector<float> y(x.size());
+    for (std::int64_t t : simd_targets()) {
+      for (bool gradual : {false, true}) {
+        with_target(t, [&] { cpu::simd::f32_exp_minus_max(x.data(), y.data(), x.size(), m, gradual); });
+        for (float v : y) ASSERT_EQ(v, 1.0f) << hwy::TargetName(t) << " m=" << m;
+      }
+    }
+  }
+}
+
+TEST_F(SimdExpMinusMax, FlushesBelowTheNormalRangeAndKeepsNaN) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (float m : {0.0f, 1000.25f, -16384.0f}) {
+    const std::vector<float> x = {m - 87.34f, m - 88.0f, m - 150.0f, -1e30f, -3e38f, -inf, nan, m - 87.3f};
+    for (std::int64_t t : simd_targets()) {
+      std::vector<float> y(x.size(), -1.0f);
+      with_target(t, [&] { cpu::simd::f32_exp_minus_max(x.data(), y.data(), x.size(), m, false); });
+      SCOPED_TRACE(hwy::TargetName(t));
+      for (std::size_t i = 0; i < 6; ++i) EXPECT_EQ(y[i], 0.0f) << "m=" << m << " x=" << x[i];
+      EXPECT_TRUE(std::isnan(y[6]));
+      EXPECT_GE(y[7], std::numeric_limits<float>::min()) << "m=" << m;
+    }
+  }
+}
+
+TEST_F(SimdExpMinusMax, GradualKeepsFloatSubnormals) {
+  // exp(x - m) for x - m in [-103, -87.4]: subnormal floats, each within half a
+  // subnormal step plus 2.5 ulp of its normal-range computation (one final rounding).
+  for (float m : {0.0f, -2.5f, 4321.0f}) {
+    std::vector<float> x;
+    std::uniform_real_distribution<float> gap(87.4f, 103.0f);
+    for (int i = 0; i < 5003; ++i) x.push_back(m - gap(rng()));
+    x.push_back(-std::numeric_limits<float>::infinity());
+    std::vector<float> y(x.size());
+    for (std::int64_t t : simd_targets()) {
+      with_target(t, [&] { cpu::simd::f32_exp_minus_max(x.data(), y.data(), x.size(), m, true); });
+      SCOPED_TRACE(hwy::TargetName(t));
+      const long double step = std::numeric_limits<float>::denorm_min();
+      for (std::size_t i = 0; i + 1 < x.size(); ++i) {
+        const long double r = reference(x[i], m);
+        ASSERT_LE(std::abs(static_cast<long double>(y[i]) - r), 0.5L * step + 2.5L * r * 0x1p-23L)
+            << "m=" << m << " x=" << x[i];
+      }
+      EXPECT_EQ(y.back(), 0.0f);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace smax::test
