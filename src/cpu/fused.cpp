@@ -17,34 +17,32 @@ float* fused_buffer() {
   return buffer.data();
 }
 
-// f32, f16 and bf16 (contiguous rows; execute.cpp gathers the others): a short
-// softmax row is done in registers; otherwise the max, then one pass that stores
-// exp(z) and sums it, then a scaling pass, so each element's exp is computed once. The exps go to y itself for f32 (nothing else is written), to
-// the float buffer for the 16-bit types. log_softmax and logsumexp need no exps kept:
-// their passes are the shared ones.
+// The float exps of a 16-bit row; f32 rows keep theirs in y (nothing else is written).
+template <class T>
+float* exps_buffer() {
+  if constexpr (std::is_same_v<T, float>) {
+    return nullptr;
+  } else {
+    return fused_buffer();
+  }
+}
+
+// f32, f16 and bf16 (contiguous rows; execute.cpp gathers the others): softmax rows
+// with a finite max go to the vectorised kernels (in registers when short, else the
+// max, one pass that stores exp(z) and sums it, and a scaling pass, so each element's
+// exp is computed once). log_softmax, logsumexp and rows with a non-finite max take
+// the shared passes.
 template <class T>
 void fused_row_simd(const Row<T>& row, const RowParams& p) {
   using C = typename Element<T>::Compute;
   const auto n = static_cast<std::size_t>(row.n);
-  if (p.op == Op::softmax && n <= simd::f32_max_register_row() &&
-      simd::f32_softmax_rows_in_registers(row.x, 1, row.y, 1, 1, n, p.inv_t) == 1) {
+  if (p.op == Op::softmax && simd::f32_softmax_rows(row.x, 1, row.y, 1, 1, n, p.inv_t, exps_buffer<T>()) == 1) {
     return;
   }
   Stats<C> s;
   s.m = static_cast<C>(simd::f32_rmax(row.x, n));
-  if (p.op != Op::softmax || !std::isfinite(s.m)) {
-    if (std::isfinite(s.m)) sum_exp_pass(row.x, 1, 0, row.n, s.m, static_cast<C>(p.inv_t), PassOrder::forward, s.d);
-    finish_row(row, p, s, [&](const Normalizer<C>& f) { write_pass(row, 0, row.n, f, PassOrder::forward); });
-    return;
-  }
-  float* e = nullptr;
-  if constexpr (std::is_same_v<T, float>) {
-    e = row.y;
-  } else {
-    e = fused_buffer();
-  }
-  add_exp_sum(s.d, simd::f32_rstore_exp_minus_max(row.x, e, n, static_cast<float>(s.m), p.inv_t));
-  finish_row(row, p, s, [&](const Normalizer<C>& f) { simd::f32_vscale(e, row.y, n, static_cast<float>(f.scale)); });
+  if (std::isfinite(s.m)) sum_exp_pass(row.x, 1, 0, row.n, s.m, static_cast<C>(p.inv_t), PassOrder::forward, s.d);
+  finish_row(row, p, s, [&](const Normalizer<C>& f) { write_pass(row, 0, row.n, f, PassOrder::forward); });
 }
 
 // f64: the same structure in double lanes (cpu/simd/f64_rows.hpp), the exps kept in y.
@@ -71,6 +69,21 @@ void fused_row(const Row<T>& row, const RowParams& p) {
     fused_row_f64(row, p);
   }
 }
+
+template <class T>
+std::int64_t fused_softmax_rows(const T* x, std::int64_t x_row_stride, T* y, std::int64_t y_row_stride,
+                                std::int64_t rows, std::int64_t n, double inv_t) {
+  return static_cast<std::int64_t>(simd::f32_softmax_rows(x, x_row_stride, y, y_row_stride,
+                                                          static_cast<std::size_t>(rows),
+                                                          static_cast<std::size_t>(n), inv_t, exps_buffer<T>()));
+}
+
+template std::int64_t fused_softmax_rows(const float*, std::int64_t, float*, std::int64_t, std::int64_t,
+                                         std::int64_t, double);
+template std::int64_t fused_softmax_rows(const half*, std::int64_t, half*, std::int64_t, std::int64_t, std::int64_t,
+                                         double);
+template std::int64_t fused_softmax_rows(const bfloat16*, std::int64_t, bfloat16*, std::int64_t, std::int64_t,
+                                         std::int64_t, double);
 
 template void fused_row(const Row<float>&, const RowParams&);
 template void fused_row(const Row<double>&, const RowParams&);

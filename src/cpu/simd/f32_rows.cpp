@@ -354,18 +354,48 @@ std::size_t RowsInRegistersT(const T* x, std::ptrdiff_t x_row_stride, T* y, std:
   return rows;
 }
 
+// Longer rows by the fused passes: the max, one pass that stores the exps (to y for
+// float rows, to `buffer` for 16-bit ones) and sums them, one that scales them. The
+// next row is prefetched while one is computed (rows up to kPrefetchRowBytes), so
+// that a batch streamed from memory overlaps its loads with the arithmetic.
+inline constexpr std::size_t kPrefetchRowBytes = 64 * 1024;
+
 template <class T>
-std::size_t RowsInRegisters(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows,
-                            std::size_t n, const InverseTemperature& inv) {
+std::size_t RowsFusedPasses(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows,
+                            std::size_t n, const InverseTemperature& inv, float* buffer) {
+  const bool prefetch = n * sizeof(T) <= kPrefetchRowBytes;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const T* xr = x + static_cast<std::ptrdiff_t>(r) * xs;
+    T* yr = y + static_cast<std::ptrdiff_t>(r) * ys;
+    if (prefetch && r + 1 < rows) {
+      const auto* next = reinterpret_cast<const char*>(xr + xs);
+      for (std::size_t b = 0; b < n * sizeof(T); b += 64) __builtin_prefetch(next + b, 0, 2);
+    }
+    const float m = RMax(xr, n);
+    if (!std::isfinite(m)) return r;
+    float* e = nullptr;
+    if constexpr (std::is_same_v<T, float>) {
+      e = yr;
+    } else {
+      e = buffer;
+    }
+    const ExpSum sum = RStoreExp(xr, e, n, m, inv);
+    VScale(e, yr, n, static_cast<float>(1.0 / sum.below_max));
+  }
+  return rows;
+}
+
+template <class T>
+std::size_t SoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows, std::size_t n,
+                        const InverseTemperature& inv, float* buffer) {
   const std::size_t N = hn::Lanes(DF());
-  if (n == 0 || n > kMaxRegisterVectors * N) return 0;
+  if (n == 0) return 0;
   if (n <= 2 * N) return RowsInRegistersT<T, 2>(x, xs, y, ys, rows, n, inv);
   if (n <= 4 * N) return RowsInRegistersT<T, 4>(x, xs, y, ys, rows, n, inv);
   if (n <= 8 * N) return RowsInRegistersT<T, 8>(x, xs, y, ys, rows, n, inv);
-  return RowsInRegistersT<T, kMaxRegisterVectors>(x, xs, y, ys, rows, n, inv);
+  if (n <= kMaxRegisterVectors * N) return RowsInRegistersT<T, kMaxRegisterVectors>(x, xs, y, ys, rows, n, inv);
+  return RowsFusedPasses(x, xs, y, ys, rows, n, inv, buffer);
 }
-
-std::size_t MaxRegisterRow() { return kMaxRegisterVectors * hn::Lanes(DF()); }
 
 void ExpArray(const float* z, const float* z_lo, float* y, std::size_t n) {
   const DF d;
@@ -412,9 +442,9 @@ void Convert(const T* x, float* wide, T* y, std::size_t n) {
     return RStoreExp(x, e, n, m, inv);                                                                          \
   }                                                                                                             \
   void VScale##Suffix(const float* e, T* y, std::size_t n, float scale) { VScale(e, y, n, scale); }              \
-  std::size_t RowsInRegisters##Suffix(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows, \
-                                      std::size_t n, const InverseTemperature& inv) {                                 \
-    return RowsInRegisters(x, xs, y, ys, rows, n, inv);                                                         \
+  std::size_t SoftmaxRows##Suffix(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows,     \
+                                  std::size_t n, const InverseTemperature& inv, float* buffer) {                \
+    return SoftmaxRows(x, xs, y, ys, rows, n, inv, buffer);                                                     \
   }                                                                                                             \
   void SoftmaxNormalize##Suffix(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv, float scale, \
                                 bool back) {                                                                    \
@@ -444,12 +474,11 @@ namespace smax::cpu::simd {
   HWY_EXPORT(RSumExp##Suffix);                                                                                    \
   HWY_EXPORT(RStoreExp##Suffix);                                                                                  \
   HWY_EXPORT(VScale##Suffix);                                                                                     \
-  HWY_EXPORT(RowsInRegisters##Suffix);                                                                            \
-  std::size_t f32_softmax_rows_in_registers(const T* x, std::ptrdiff_t x_row_stride, T* y,                        \
-                                            std::ptrdiff_t y_row_stride, std::size_t rows, std::size_t n,         \
-                                            double inv_t) {                                                       \
-    return HWY_DYNAMIC_DISPATCH(RowsInRegisters##Suffix)(x, x_row_stride, y, y_row_stride, rows, n,               \
-                                                         InverseTemperature::of(inv_t));                          \
+  HWY_EXPORT(SoftmaxRows##Suffix);                                                                                \
+  std::size_t f32_softmax_rows(const T* x, std::ptrdiff_t x_row_stride, T* y, std::ptrdiff_t y_row_stride,        \
+                               std::size_t rows, std::size_t n, double inv_t, float* buffer) {                    \
+    return HWY_DYNAMIC_DISPATCH(SoftmaxRows##Suffix)(x, x_row_stride, y, y_row_stride, rows, n,                   \
+                                                     InverseTemperature::of(inv_t), buffer);                      \
   }                                                                                                               \
   HWY_EXPORT(SoftmaxNormalize##Suffix);                                                                           \
   HWY_EXPORT(LogSoftmaxNormalize##Suffix);                                                                        \
@@ -480,9 +509,6 @@ SMAX_EXPORT_ROW_KERNELS(BF16, bfloat16)
 
 HWY_EXPORT(ExpArray);
 HWY_EXPORT(ExpMinusMaxArray);
-HWY_EXPORT(MaxRegisterRow);
-
-std::size_t f32_max_register_row() { return HWY_DYNAMIC_DISPATCH(MaxRegisterRow)(); }
 HWY_EXPORT(ConvertF16);
 HWY_EXPORT(ConvertBF16);
 

@@ -47,21 +47,20 @@ ExpSum f32_rstore_exp_minus_max(const float* x, float* e, std::size_t n, float m
 ExpSum f32_rstore_exp_minus_max(const half* x, float* e, std::size_t n, float m, double inv_t);
 ExpSum f32_rstore_exp_minus_max(const bfloat16* x, float* e, std::size_t n, float m, double inv_t);
 
-// The whole softmax of short rows, each held in registers (each element read once
-// and written once), rows [0, rows) at the given row strides (elements). n must be at
-// most f32_max_register_row(). Returns the number of leading rows done: fewer than
+// The whole softmax of contiguous rows [0, rows) at the given row strides (elements),
+// in one call: rows of up to 16 vectors (256 floats with AVX-512, 128 with AVX2) are
+// held in registers (each element read once and written once); longer ones take the fused passes (the
+// max; the exps stored, to y for float rows or to `buffer`, n floats, for 16-bit
+// ones, and summed; then scaled). Returns the number of leading rows done: fewer than
 // `rows` where a row's max is not finite (NaN, +inf, all -inf), which is left
 // unwritten for the general path.
-std::size_t f32_softmax_rows_in_registers(const float* x, std::ptrdiff_t x_row_stride, float* y,
-                                          std::ptrdiff_t y_row_stride, std::size_t rows, std::size_t n, double inv_t);
-std::size_t f32_softmax_rows_in_registers(const half* x, std::ptrdiff_t x_row_stride, half* y,
-                                          std::ptrdiff_t y_row_stride, std::size_t rows, std::size_t n, double inv_t);
-std::size_t f32_softmax_rows_in_registers(const bfloat16* x, std::ptrdiff_t x_row_stride, bfloat16* y,
-                                          std::ptrdiff_t y_row_stride, std::size_t rows, std::size_t n, double inv_t);
-
-// The longest row the register kernels take on this CPU: 16 vectors (256 floats
-// with AVX-512, 128 with AVX2).
-std::size_t f32_max_register_row();
+std::size_t f32_softmax_rows(const float* x, std::ptrdiff_t x_row_stride, float* y, std::ptrdiff_t y_row_stride,
+                             std::size_t rows, std::size_t n, double inv_t, float* buffer);
+std::size_t f32_softmax_rows(const half* x, std::ptrdiff_t x_row_stride, half* y, std::ptrdiff_t y_row_stride,
+                             std::size_t rows, std::size_t n, double inv_t, float* buffer);
+std::size_t f32_softmax_rows(const bfloat16* x, std::ptrdiff_t x_row_stride, bfloat16* y,
+                             std::ptrdiff_t y_row_stride, std::size_t rows, std::size_t n, double inv_t,
+                             float* buffer);
 
 // y[i] = e[i] * scale, rounded to y's type. y may be e itself for float rows.
 void f32_vscale(const float* e, float* y, std::size_t n, float scale);
