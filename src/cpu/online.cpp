@@ -21,7 +21,7 @@ namespace {
 inline constexpr std::int64_t kBlock = 2048;
 
 template <class T, class C = typename Element<T>::Compute>
-Stats<C> block_stats(const Row<T>& row, C inv_t) {
+Stats<C> block_stats(const Row<T>& row, C inv_t, SumFor use) {
   constexpr C kRescaleThreshold = static_cast<C>(detail::kRescaleThreshold);
   Stats<C> running;  // running.d is relative to ref until the end
   C ref = -std::numeric_limits<C>::infinity();
@@ -32,7 +32,7 @@ Stats<C> block_stats(const Row<T>& row, C inv_t) {
     running.m = nan_max(running.m, block.m);
     // An all -inf block adds 0; a NaN or +inf decides the row through running.m.
     if (!std::isfinite(block.m)) continue;
-    sum_exp_pass(row.x, row.x_stride, begin, end, block.m, inv_t, PassOrder::forward, block.d);
+    sum_exp_pass(row.x, row.x_stride, begin, end, block.m, inv_t, PassOrder::forward, block.d, use);
     if ((block.m - ref) * inv_t > kRescaleThreshold) {
       running.d.scale(std::exp(static_cast<double>((ref - block.m) * inv_t)));
       ref = block.m;
@@ -52,7 +52,7 @@ void online_row(const Row<T>& row, const RowParams& p) {
   const C inv_t = static_cast<C>(p.inv_t);
 
   // Pass 1: running max and rescaled running sum, in one read of the row.
-  const Stats<C> stats = block_stats(row, inv_t);
+  const Stats<C> stats = block_stats(row, inv_t, sum_for(p.op));
 
   // Pass 2: the output, backward by default so that it starts on the tail of the row
   // that pass 1 left in cache.

@@ -56,17 +56,23 @@ C max_pass(const T* x, std::ptrdiff_t stride, std::int64_t begin, std::int64_t e
   return m;
 }
 
+// Which sum a pass computes: softmax's plain d, or the log ops' d that keeps d - 1
+// exact (ExactSum::minus_one) by adding the terms at the max apart.
+enum class SumFor { softmax, log };
+
+inline SumFor sum_for(Op op) { return op == Op::softmax ? SumFor::softmax : SumFor::log; }
+
 // d += sum(exp((x - m) * inv_t)) over [begin, end), walking backward if asked.
 // Needs a finite m.
 template <class C, class T>
 void sum_exp_pass(const T* x, std::ptrdiff_t stride, std::int64_t begin, std::int64_t end, C m,
-                  C inv_t, PassOrder order, ExactSum& d) {
+                  C inv_t, PassOrder order, ExactSum& d, SumFor use = SumFor::log) {
   if constexpr (kSimdRows<T>) {
     // m is the max of the row's elements, so exact in float.
     if (stride == 1 && end > begin) {
       add_exp_sum(d, simd::f32_rsum_exp_minus_max(x + begin, static_cast<std::size_t>(end - begin),
                                                   static_cast<float>(m), static_cast<double>(inv_t),
-                                                  order == PassOrder::reverse));
+                                                  use == SumFor::log, order == PassOrder::reverse));
       return;
     }
   }

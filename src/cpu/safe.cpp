@@ -11,7 +11,7 @@ void safe_row(const Row<T>& row, const RowParams& p) {
   const C inv_t = static_cast<C>(p.inv_t);
   Stats<C> s;
   s.m = max_pass(row.x, row.x_stride, 0, row.n, -std::numeric_limits<C>::infinity());  // pass 1
-  if (std::isfinite(s.m)) sum_exp_pass(row.x, row.x_stride, 0, row.n, s.m, inv_t, PassOrder::forward, s.d);  // pass 2
+  if (std::isfinite(s.m)) sum_exp_pass(row.x, row.x_stride, 0, row.n, s.m, inv_t, PassOrder::forward, s.d, sum_for(p.op));  // pass 2
   finish_row(row, p, s, [&](const Normalizer<C>& f) { write_pass(row, 0, row.n, f, PassOrder::forward); });  // pass 3
 }
 

@@ -74,7 +74,7 @@ void split_row(const Row<T>& row, const RowParams& p) {
           continue;
         }
       }
-      sum_exp_pass(row.x, row.x_stride, begin(c), end(c), s.m, inv_t, PassOrder::forward, s.d);
+      sum_exp_pass(row.x, row.x_stride, begin(c), end(c), s.m, inv_t, PassOrder::forward, s.d, sum_for(p.op));
     }
     sync();
 

@@ -23,7 +23,7 @@ void tiled_row(const Row<T>& row, const RowParams& p) {
   if (std::isfinite(s.m)) {
     for (std::int64_t k = 0; k < blocks; ++k) {
       const std::int64_t b = p.order == PassOrder::reverse ? blocks - 1 - k : k;
-      sum_exp_pass(row.x, row.x_stride, begin(b), end(b), s.m, inv_t, p.order, s.d);
+      sum_exp_pass(row.x, row.x_stride, begin(b), end(b), s.m, inv_t, p.order, s.d, sum_for(p.op));
     }
   }
   // Pass 3, forward: normalise.

@@ -173,15 +173,15 @@ class SumLanes {
 };
 
 // The sum of exp((x - m) / T) over [0, n) with the functor `exp_of` (WithExp),
-// forward or backward. With kStore (the fused variant's middle pass; forward only)
-// each exp is also stored to e, and the terms at the max are not counted apart: only
-// softmax stores exps, and its d needs no exact d - 1.
-template <bool kStore, class T, class Exp>
+// forward or backward, the terms at the max counted apart with kSplitAtMax (ExpSum).
+// With kStore (the fused variant's middle pass; forward only) each exp is also stored
+// to e.
+template <bool kStore, bool kSplitAtMax, class T, class Exp>
 HWY_INLINE ExpSum RExp(const Exp& exp_of, const T* x, float* e, std::size_t n, bool backward) {
   const DF d;
   const std::size_t N = hn::Lanes(d);
   const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
-  SumLanes<!kStore> s0, s1;  // two independent chains
+  SumLanes<kSplitAtMax> s0, s1;  // two independent chains
   auto store = [&](VF v, std::size_t i) {
     if constexpr (kStore) hn::StoreU(v, d, e + i);
   };
@@ -218,13 +218,17 @@ HWY_INLINE ExpSum RExp(const Exp& exp_of, const T* x, float* e, std::size_t n, b
 }
 
 template <class T>
-ExpSum RSumExp(const T* x, std::size_t n, float m, const InverseTemperature& inv, bool backward) {
-  return WithExp<T>(m, inv, [&](const auto& exp_of) { return RExp<false>(exp_of, x, nullptr, n, backward); });
+ExpSum RSumExp(const T* x, std::size_t n, float m, const InverseTemperature& inv, bool count_at_max, bool backward) {
+  return WithExp<T>(m, inv, [&](const auto& exp_of) {
+    return count_at_max ? RExp<false, true>(exp_of, x, nullptr, n, backward)
+                        : RExp<false, false>(exp_of, x, nullptr, n, backward);
+  });
 }
 
+// Only softmax stores exps, and its d needs no exact d - 1.
 template <class T>
 ExpSum RStoreExp(const T* x, float* e, std::size_t n, float m, const InverseTemperature& inv) {
-  return WithExp<T>(m, inv, [&](const auto& exp_of) { return RExp<true>(exp_of, x, e, n, false); });
+  return WithExp<T>(m, inv, [&](const auto& exp_of) { return RExp<true, false>(exp_of, x, e, n, false); });
 }
 
 // y = f(x) over [0, n), x and y of storage types, one vector at a time.
@@ -435,8 +439,9 @@ void Convert(const T* x, float* wide, T* y, std::size_t n) {
 // Plain names per storage type, for HWY_EXPORT.
 #define SMAX_ROW_KERNELS(Suffix, T)                                                                              \
   float RMax##Suffix(const T* x, std::size_t n) { return RMax(x, n); }                                          \
-  ExpSum RSumExp##Suffix(const T* x, std::size_t n, float m, const InverseTemperature& inv, bool back) {          \
-    return RSumExp(x, n, m, inv, back);                                                                         \
+  ExpSum RSumExp##Suffix(const T* x, std::size_t n, float m, const InverseTemperature& inv, bool count_at_max,  \
+                         bool back) {                                                                           \
+    return RSumExp(x, n, m, inv, count_at_max, back);                                                           \
   }                                                                                                             \
   ExpSum RStoreExp##Suffix(const T* x, float* e, std::size_t n, float m, const InverseTemperature& inv) {         \
     return RStoreExp(x, e, n, m, inv);                                                                          \
@@ -483,8 +488,9 @@ namespace smax::cpu::simd {
   HWY_EXPORT(SoftmaxNormalize##Suffix);                                                                           \
   HWY_EXPORT(LogSoftmaxNormalize##Suffix);                                                                        \
   float f32_rmax(const T* x, std::size_t n) { return HWY_DYNAMIC_DISPATCH(RMax##Suffix)(x, n); }                  \
-  ExpSum f32_rsum_exp_minus_max(const T* x, std::size_t n, float m, double inv_t, bool backward) {                \
-    return HWY_DYNAMIC_DISPATCH(RSumExp##Suffix)(x, n, m, InverseTemperature::of(inv_t), backward);               \
+  ExpSum f32_rsum_exp_minus_max(const T* x, std::size_t n, float m, double inv_t, bool count_at_max,             \
+                                bool backward) {                                                                  \
+    return HWY_DYNAMIC_DISPATCH(RSumExp##Suffix)(x, n, m, InverseTemperature::of(inv_t), count_at_max, backward); \
   }                                                                                                               \
   ExpSum f32_rstore_exp_minus_max(const T* x, float* e, std::size_t n, float m, double inv_t) {                   \
     return HWY_DYNAMIC_DISPATCH(RStoreExp##Suffix)(x, e, n, m, InverseTemperature::of(inv_t));                    \

@@ -35,10 +35,14 @@ float f32_rmax(const half* x, std::size_t n);
 float f32_rmax(const bfloat16* x, std::size_t n);
 
 // The sum of exp((x[i] - m) * inv_t) over [0, n). m must be finite and >= every x[i];
-// elements equal to -inf add 0. `backward` walks from the end to the start.
-ExpSum f32_rsum_exp_minus_max(const float* x, std::size_t n, float m, double inv_t, bool backward);
-ExpSum f32_rsum_exp_minus_max(const half* x, std::size_t n, float m, double inv_t, bool backward);
-ExpSum f32_rsum_exp_minus_max(const bfloat16* x, std::size_t n, float m, double inv_t, bool backward);
+// elements equal to -inf add 0. With count_at_max the terms at the max are counted in
+// at_max (for log_softmax and logsumexp); otherwise everything is in below_max.
+// `backward` walks from the end to the start.
+ExpSum f32_rsum_exp_minus_max(const float* x, std::size_t n, float m, double inv_t, bool count_at_max,
+                              bool backward);
+ExpSum f32_rsum_exp_minus_max(const half* x, std::size_t n, float m, double inv_t, bool count_at_max, bool backward);
+ExpSum f32_rsum_exp_minus_max(const bfloat16* x, std::size_t n, float m, double inv_t, bool count_at_max,
+                              bool backward);
 
 // The fused variant's middle pass: e[i] = exp((x[i] - m) * inv_t), and their sum
 // (all of it in below_max: softmax needs no exact d - 1). e may be x itself for
