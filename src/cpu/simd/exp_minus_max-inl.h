@@ -78,14 +78,31 @@ HWY_BEFORE_NAMESPACE();
 namespace smax::cpu::simd::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// MaxSplit in lanes.
+// MaxSplit in lanes: one max for every lane (a row), or one per lane (columns).
 template <class D>
 struct MaxSplitLanes {
-  hn::Vec<D> m;
-  hn::Vec<D> shift_minus_k;  // t - shift_minus_k = n + k (exact: integers below 2^24)
-  hn::Vec<D> delta;
+  using V = hn::Vec<D>;
+  V m;
+  V shift_minus_k;  // t - shift_minus_k = n + k (exact: integers below 2^24)
+  V delta;
+
   MaxSplitLanes(D d, const MaxSplit& s)
       : m(hn::Set(d, s.m)), shift_minus_k(hn::Set(d, kRoundingShift - s.k)), delta(hn::Set(d, s.delta)) {}
+
+  // Each lane's max m (|m| <= 16384) split in lanes: k = round(m log2(e)) (the float
+  // product may round k the other way at a half, leaving |delta| a little above ln2 / 2,
+  // which the exp's reduction absorbs), delta = m - k ln2_hi - k ln2_lo rounded once,
+  // as MaxSplit::of does (the first step is exact).
+  static MaxSplitLanes Of(D d, V m) {
+    const V shift = hn::Set(d, kRoundingShift);
+    const V k = hn::Sub(hn::MulAdd(m, hn::Set(d, 1.44269502162933349609375f), shift), shift);
+    const V delta = hn::NegMulAdd(k, hn::Set(d, kRowLn2Lo), hn::NegMulAdd(k, hn::Set(d, kRowLn2Hi), m));
+    return MaxSplitLanes(m, hn::Sub(shift, k), delta);
+  }
+
+ private:
+  MaxSplitLanes(V m_lanes, V shift_minus_k_lanes, V delta_lanes)
+      : m(m_lanes), shift_minus_k(shift_minus_k_lanes), delta(delta_lanes) {}
 };
 
 // s = x - m (rounded: 0 exactly at the max) and exp(x - m), 0 where s < kExpCutoff.

@@ -42,6 +42,7 @@ struct ColumnState {
 #include "cpu/simd/convert-inl.h"
 #include "cpu/simd/exp-inl.h"
 #include "cpu/simd/exp_f64-inl.h"
+#include "cpu/simd/exp_minus_max-inl.h"
 #include "cpu/simd/walk-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -217,15 +218,22 @@ HWY_INLINE V NegFiniteMax(V m) {
   return hn::IfThenElseZero(hn::IsFinite(m), hn::Neg(m));
 }
 
-// The sums of one column vector in pass 2: the elements equal to the max counted, the
-// others' exp terms summed. Float lanes: in double lanes, each term rounded once.
+// The sums of one column vector in pass 2: with kCountAtMax (the log ops) the
+// elements equal to the max counted, the others' exp terms summed; else (softmax) all
+// terms summed in `others`. Float lanes: in double lanes, each term rounded once.
+template <bool kCountAtMax>
 struct FloatSums {
   VF at_max_in_block = hn::Zero(DF());
   Wide others;
   FloatSums(const ColumnState<float>& s, std::size_t j) : others(LoadWide(s.others + j)) {}
-  HWY_INLINE void Add(VF e, hn::Mask<DF> is_max) {
-    at_max_in_block = hn::Add(at_max_in_block, hn::IfThenElseZero(is_max, hn::Set(DF(), 1.0f)));
-    others = AddWide(others, Promote(hn::IfThenZeroElse(is_max, e)));
+  HWY_INLINE void Add(VF e, VF v, VF m) {
+    if constexpr (kCountAtMax) {
+      const auto is_max = hn::Eq(v, m);
+      at_max_in_block = hn::Add(at_max_in_block, hn::IfThenElseZero(is_max, hn::Set(DF(), 1.0f)));
+      others = AddWide(others, Promote(hn::IfThenZeroElse(is_max, e)));
+    } else {
+      others = AddWide(others, Promote(e));
+    }
   }
   HWY_INLINE void Store(const ColumnState<float>& s, std::size_t j) const {
     StoreWide(AddWide(LoadWide(s.at_max + j), Promote(at_max_in_block)), s.at_max + j);
@@ -241,7 +249,8 @@ struct DoubleSums {
       : at_max(hn::LoadU(D64(), s.at_max + j)),
         others(hn::LoadU(D64(), s.others + j)),
         error(hn::LoadU(D64(), s.others_error + j)) {}
-  HWY_INLINE void Add(V64 e, hn::Mask<D64> is_max) {
+  HWY_INLINE void Add(V64 e, V64 v, V64 m) {
+    const auto is_max = hn::Eq(v, m);
     at_max = hn::Add(at_max, hn::IfThenElseZero(is_max, hn::Set(D64(), 1.0)));
     const V64 term = hn::IfThenZeroElse(is_max, e);
     const V64 sum = hn::Add(others, term);
@@ -255,13 +264,26 @@ struct DoubleSums {
   }
 };
 
-template <class L>
-using Sums = std::conditional_t<std::is_same_v<L, double>, DoubleSums, FloatSums>;
+template <class L, bool kCountAtMax>
+using Sums = std::conditional_t<std::is_same_v<L, double>, DoubleSums, FloatSums<kCountAtMax>>;
 
-// Pass 2: at_max and others of every column; with kStore each term also goes to
-// `terms` (y: f32 softmax on float lanes, f64 softmax on double lanes), so that the
-// output pass only scales it: one exp per element.
-template <bool kUnitT, bool kStore, class D, class T, class L = hn::TFromD<D>>
+// Whether a column vector with (finite, or 0 for a non-finite column) maxima m can take
+// exp_minus_max-inl.h's exp: float lanes with FMA, unit temperature, |m| <= 16384.
+template <bool kUnitT, class D, class V = hn::Vec<D>>
+HWY_INLINE bool FoldsMax(D d, V m) {
+  if constexpr (kUnitT && HWY_NATIVE_FMA && std::is_same_v<hn::TFromD<D>, float>) {
+    return hn::AllTrue(d, hn::Le(hn::Abs(m), hn::Set(d, 16384.0f)));
+  } else {
+    (void)d;
+    (void)m;
+    return false;
+  }
+}
+
+// Pass 2: at_max and others of every column (kCountAtMax), or their sum d in others;
+// with kStore each term also goes to `terms` (y: f32 softmax on float lanes, f64
+// softmax on double lanes), so that the output pass only scales it: one exp per element.
+template <bool kUnitT, bool kStore, bool kCountAtMax, class D, class T, class L = hn::TFromD<D>>
 void SumPass(D d, Strided<const T> x, Strided<L> terms, std::size_t width, std::size_t length,
              const InverseTemperatureLanes<D>& t, const ColumnState<L>& s) {
   const std::size_t padded = (width + hn::Lanes(d) - 1) / hn::Lanes(d) * hn::Lanes(d);
@@ -274,15 +296,31 @@ void SumPass(D d, Strided<const T> x, Strided<L> terms, std::size_t width, std::
       constexpr bool kTail = decltype(tail_tag)::value;
       const auto m = hn::LoadU(d, s.m + j);
       const auto neg_m = NegFiniteMax(m);
-      Sums<L> sums(s, j);
-      for (std::size_t k = 0; k < kRows; ++k) {
-        const auto v = Load<T, kTail>(d, x.row(i + k) + j, count, hn::Zero(d));
+      Sums<L, kCountAtMax> sums(s, j);
+      auto rows = [&](auto&& exp_of) {
+        for (std::size_t k = 0; k < kRows; ++k) {
+          const auto v = Load<T, kTail>(d, x.row(i + k) + j, count, hn::Zero(d));
+          const auto e = exp_of(v);
+          if constexpr (kStore) Store<L, kTail>(d, e, terms.row(i + k) + j, count);
+          sums.Add(e, v, m);
+        }
+      };
+      if constexpr (std::is_same_v<L, float>) {
+        if (FoldsMax<kUnitT>(d, hn::Neg(neg_m))) {
+          const MaxSplitLanes<DF> split = MaxSplitLanes<DF>::Of(d, hn::Neg(neg_m));
+          rows([&](VF v) {
+            VF unused;
+            return ExpMinusMax<std::is_same_v<T, bfloat16>>(d, split, v, unused);  // bf16: see Exp
+          });
+          sums.Store(s, j);
+          return;
+        }
+      }
+      rows([&](hn::Vec<D> v) {
         hn::Vec<D> z, z_lo;
         ScaledDifference<kUnitT, true>(d, t, v, neg_m, z, z_lo);
-        const auto e = Exp<T>(d, z, z_lo);
-        if constexpr (kStore) Store<L, kTail>(d, e, terms.row(i + k) + j, count);
-        sums.Add(e, hn::Eq(v, m));
-      }
+        return Exp<T>(d, z, z_lo);
+      });
       sums.Store(s, j);
     });
   });
@@ -400,9 +438,11 @@ void PanelT(D d, const ColumnPanel<T>& p, const ColumnParams& params, const Inve
   // Only dereferenced where T is L.
   const Strided<L> terms{reinterpret_cast<L*>(p.y), p.y_stride};
   if (softmax && kTermsInY) {
-    SumPass<kUnitT, true>(d, x, terms, p.width, p.length, t, s);
+    SumPass<kUnitT, true, false>(d, x, terms, p.width, p.length, t, s);
+  } else if (softmax) {
+    SumPass<kUnitT, false, false>(d, x, terms, p.width, p.length, t, s);
   } else {
-    SumPass<kUnitT, false>(d, x, terms, p.width, p.length, t, s);
+    SumPass<kUnitT, false, true>(d, x, terms, p.width, p.length, t, s);
   }
   Finish(d, p.y, p.width, params, s);
   if (softmax && kTermsInY) {
