@@ -7,6 +7,7 @@
 
 #include "core/format.hpp"
 #include "cpu/element.hpp"
+#include "smax/info.hpp"
 #include "smax/training.hpp"
 #include "training/rows.hpp"
 #include "training/simd/gradient_rows.hpp"
@@ -143,20 +144,33 @@ void log_softmax_backward_row(const T* ly, std::ptrdiff_t lys, const T* dy, std:
 }
 
 // Contiguous rows of f32, f16 and bf16 go to the vectorised kernels
-// (training/simd/gradient_rows.hpp): this arithmetic in double lanes, or in float
-// lanes where that provably meets the same bars; f64 (long double arithmetic) and
-// strided rows stay here.
+// (training/simd/gradient_rows.hpp): the sums in double lanes, the writes in float
+// lanes where that provably meets the same bars (double lanes elsewhere); f64 (long
+// double arithmetic) and strided rows stay here.
 template <class T>
 inline constexpr bool kSimdRows = std::is_same_v<T, float> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
 
 template <class T>
-void simd_row(Kind kind, const T* y, const T* dy, T* dx, std::int64_t n, double inv_t) {
+void simd_row(Kind kind, const T* y, const T* dy, T* dx, std::int64_t n, double inv_t,
+              const training::simd::NextRow& next) {
   const auto length = static_cast<std::size_t>(n);
   if (kind == Kind::softmax) {
-    training::simd::softmax_backward_write(y, dy, dx, length, training::simd::sum_of_products(y, dy, length), inv_t);
+    training::simd::softmax_backward_write(y, dy, dx, length, training::simd::sum_of_products(y, dy, length), inv_t,
+                                           next);
   } else {
-    training::simd::log_softmax_backward_write(y, dy, dx, length, training::simd::sum_of(dy, length).hi, inv_t);
+    training::simd::log_softmax_backward_write(y, dy, dx, length, training::simd::sum_of(dy, length).hi, inv_t,
+                                               next);
   }
+}
+
+// Whether a row's write pass should pull the next row's inputs into L2: its reduction
+// pass then reads cache instead of memory, while this write pass keeps the memory
+// busy. Only where both rows' inputs and this row's output fit in L2 together;
+// otherwise the prefetches would evict this row's inputs before they are read.
+template <class T>
+bool prefetch_next_rows(std::int64_t length) {
+  const auto row_bytes = static_cast<std::int64_t>(sizeof(T)) * length;
+  return 5 * row_bytes <= machine().l2_bytes;
 }
 
 template <class T>
@@ -166,12 +180,19 @@ void run_typed(const Request& r) {
   auto* dx = reinterpret_cast<T*>(r.dx);
   const auto inv_t = static_cast<Compute<T>>(r.inv_t);
   const bool contiguous = r.y_stride == 1 && r.dy_stride == 1 && r.dx_stride == 1;
+  const bool prefetch = kSimdRows<T> && contiguous && prefetch_next_rows<T>(r.length);
   training::for_rows(r.fold.rows, r.threads, [&](std::int64_t begin, std::int64_t end) {
     RowCursor at(r.fold, begin);
     for (std::int64_t row = begin; row < end; ++row, at.next()) {
       if constexpr (kSimdRows<T>) {
         if (contiguous) {
-          simd_row(r.kind, y + at.offset(0), dy + at.offset(1), dx + at.offset(2), r.length, r.inv_t);
+          training::simd::NextRow next;
+          if (prefetch && row + 1 < end) {
+            RowCursor after = at;
+            after.next();
+            next = {y + after.offset(0), dy + after.offset(1), sizeof(T) * static_cast<std::size_t>(r.length)};
+          }
+          simd_row(r.kind, y + at.offset(0), dy + at.offset(1), dx + at.offset(2), r.length, r.inv_t, next);
           continue;
         }
       }

@@ -23,6 +23,7 @@
 #include "core/stats.hpp"
 #include "cpu/element.hpp"
 #include "cpu/passes.hpp"
+#include "smax/info.hpp"
 #include "smax/training.hpp"
 #include "training/rows.hpp"
 #include "training/simd/gradient_rows.hpp"
@@ -279,6 +280,14 @@ Stats<double> logit_stats(const T* x, std::ptrdiff_t stride, std::int64_t n) {
 // One sample's row.
 struct Sample {
   std::int64_t logits, target, loss, grad, log_prob;  // offsets of the row in each view
+  std::int64_t next_logits = -1;                      // the offset of the row done after it, if any
+};
+
+// Per thread: the exps of a row of 16-bit logits (or of f32 logits whose gradient
+// replaces them), and the max of each block of the row.
+struct Scratch {
+  std::vector<float> exps;
+  std::vector<float> block_max;
 };
 
 template <class T>
@@ -290,10 +299,13 @@ class RowKernel {
         grad_(reinterpret_cast<T*>(r.grad)),
         log_prob_(reinterpret_cast<T*>(r.log_prob)),
         weight_sum_(class_weight_sum),
-        grad_scale_(r.reduction == Reduction::mean ? 1.0 / r.weight_total : 1.0) {}
+        grad_scale_(r.reduction == Reduction::mean ? 1.0 / r.weight_total : 1.0),
+        stored_exps_(uses_stored_exps()) {}
+
+  bool prefetches_next_row() const { return stored_exps_; }
 
   // The row's loss (before reduction); writes its gradient and log-probabilities.
-  double run(const Sample& s) const {
+  double run(const Sample& s, Scratch& scratch) const {
     const std::int64_t n = r_.classes;
     const std::ptrdiff_t xs = r_.class_stride[kLogits];
     std::int64_t t = -1;  // the class index; -1 for probability targets
@@ -301,6 +313,9 @@ class RowKernel {
     if (r_.index_targets) {
       t = index_at(r_.target, r_.index_type, s.target);
       ignored = r_.ignore_index && t == *r_.ignore_index;
+    }
+    if constexpr (kSimd) {
+      if (!ignored && n > 0 && stored_exps_) return run_with_stored_exps(s, t, scratch);
     }
     const Stats<double> stats = logit_stats(x_ + s.logits, xs, n);
     const bool finite = std::isfinite(stats.m);
@@ -327,19 +342,12 @@ class RowKernel {
 
     // S = sum(a) as hi + lo: where one coefficient carries nearly all of S, S - a_c
     // is then exact (see gradient()).
-    training::CompensatedSum<double> total;
     const double keep = 1.0 - r_.smoothing;
     const double spread = r_.smoothing / static_cast<double>(n);
     double target_weight = 0;
-    if (r_.index_targets) {
-      target_weight = weight_of(r_, t);
-      total.add(keep * target_weight);
-      if (spread != 0) total.add(spread * weight_sum_);
-    } else {
-      for (std::int64_t c = 0; c < n; ++c) total.add(coefficient(c, s, t, target_weight));
-    }
-    const double sum_hi = total.hi();
-    const double sum_lo = total.lo();
+    const SplitCoefficients split = coefficient_sum(s, t, target_weight);
+    const double sum_hi = split.hi;
+    const double sum_lo = split.lo;
     const double sum_a = sum_hi + sum_lo;
 
     // sum_c a_c * (m - x_c): from the target alone without smoothing, otherwise
@@ -402,20 +410,30 @@ class RowKernel {
   // gradient is redone in double, as the scalar loop computes it.
   double run_vectorised(const Sample& s, std::int64_t t, double target_weight, const Stats<double>& stats,
                         const GradientTerms& terms, double log_d) const {
-    const double m = stats.m;
-    const double keep = 1.0 - r_.smoothing;
-    const double spread = r_.smoothing / static_cast<double>(r_.classes);
     const double x_t = load(t, s);  // before an in-place gradient overwrites it
-    training::simd::CrossEntropyRow row;
-    row.m = static_cast<float>(m);
-    row.coefficient_sum = terms.sum_a;
-    row.inv_d = terms.inv_d;
-    row.spread = spread;
-    row.scale = grad_scale_;
+    const double spread = r_.smoothing / static_cast<double>(r_.classes);
+    const training::simd::CrossEntropyRow row = simd_row(stats, terms);
     const auto* weight = reinterpret_cast<const T*>(r_.weight);
     const double spread_offsets = training::simd::cross_entropy_row(
         x_ + s.logits, grad_ != nullptr ? grad_ + s.grad : nullptr, spread != 0 ? weight : nullptr,
         static_cast<std::size_t>(r_.classes), row, spread != 0);
+    return finish_vectorised(s, t, x_t, target_weight, stats.m, terms, log_d, spread_offsets);
+  }
+
+  training::simd::CrossEntropyRow simd_row(const Stats<double>& stats, const GradientTerms& terms) const {
+    training::simd::CrossEntropyRow row;
+    row.m = static_cast<float>(stats.m);
+    row.coefficient_sum = terms.sum_a;
+    row.inv_d = terms.inv_d;
+    row.spread = r_.smoothing / static_cast<double>(r_.classes);
+    row.scale = grad_scale_;
+    return row;
+  }
+
+  double finish_vectorised(const Sample& s, std::int64_t t, double x_t, double target_weight, double m,
+                           const GradientTerms& terms, double log_d, double spread_offsets) const {
+    const double keep = 1.0 - r_.smoothing;
+    const double spread = r_.smoothing / static_cast<double>(r_.classes);
     if (grad_ != nullptr) {
       const double a_t = coefficient(t, s, t, target_weight);
       store(grad_, s.grad + t * r_.class_stride[kGrad], gradient(x_t, a_t, m, terms) * grad_scale_);
@@ -424,6 +442,119 @@ class RowKernel {
     offsets.add(target_weight * keep * (m - x_t));
     if (spread != 0) offsets.add(spread * spread_offsets);
     return terms.sum_a * log_d + offsets.hi();
+  }
+
+  // Whether rows compute each exp once (training/simd/gradient_rows.hpp): the first
+  // pass keeps exp(x - m_b) per block (in the gradient itself for f32 logits that it
+  // does not replace, in the thread's scratch otherwise) and the second scales them,
+  // instead of computing them again. For vectorised rows with a gradient, where the
+  // logits, the exps and the gradient (and the next row's logits, prefetched) fit in
+  // L2, so that the second pass reads cache. (With or without log-probabilities and in
+  // place or not, so that each gives the same bits.)
+  bool uses_stored_exps() const {
+    if (grad_ == nullptr) return false;
+    if (!vectorised(r_.smoothing / static_cast<double>(r_.classes))) return false;
+    const auto bytes_per_class = static_cast<std::int64_t>(3 * sizeof(T) + sizeof(float));
+    return r_.classes * bytes_per_class <= machine().l2_bytes;
+  }
+
+  // run() with stored exps: the same (max, sum) merge of blocks as logit_stats, the
+  // same loss and gradient formulas.
+  double run_with_stored_exps(const Sample& s, std::int64_t t, Scratch& scratch) const {
+    const std::int64_t n = r_.classes;
+    const auto length = static_cast<std::size_t>(n);
+    const T* x = x_ + s.logits;
+    T* grad = grad_ + s.grad;
+    const double x_t = load(t, s);  // before an in-place gradient overwrites it
+    float* exps = nullptr;
+    if constexpr (std::is_same_v<T, float>) {
+      if (grad != x) exps = grad;
+    }
+    if (exps == nullptr) {
+      if (scratch.exps.size() < length) scratch.exps.resize(length);
+      exps = scratch.exps.data();
+    }
+    constexpr std::size_t kBlock = training::simd::kExpBlock;
+    const std::size_t blocks = (length + kBlock - 1) / kBlock;
+    scratch.block_max.resize(blocks);
+    Stats<double> stats;
+    for (std::size_t b = 0; b < blocks; ++b) {
+      const std::size_t begin = b * kBlock;
+      const std::size_t count = std::min(kBlock, length - begin);
+      Stats<double> block;
+      const float block_max = cpu::simd::f32_rmax(x + begin, count);
+      scratch.block_max[b] = block_max;
+      block.m = block_max;
+      if (std::isfinite(block_max)) {
+        const training::simd::BlockExpSum sum = training::simd::store_exps(x + begin, exps + begin, count, block_max);
+        block.d.add(static_cast<double>(sum.at_max));
+        block.d.add(sum.below_max);
+      }
+      stats = detail::merge(stats, block, 1.0);
+    }
+    if (!std::isfinite(stats.m)) {
+      // As run(): a non-finite max makes the row NaN (all -inf included).
+      if (log_prob_ != nullptr) {
+        for (std::int64_t c = 0; c < n; ++c) store(log_prob_, s.log_prob + c * r_.class_stride[kLogProb], kNaN);
+      }
+      fill_grad(s, kNaN);
+      return kNaN;
+    }
+    const double log_d = std::log1p(stats.d.minus_one());
+    // The log-probabilities from the logits, before a gradient in place over them, or
+    // after the gradient pass where they replace the logits themselves.
+    const bool log_prob_in_place = log_prob_ != nullptr && log_prob_ + s.log_prob == x;
+    if (log_prob_ != nullptr && !log_prob_in_place) write_log_prob(s, stats.m, log_d);
+    double target_weight = 0;
+    const SplitCoefficients split = coefficient_sum(s, t, target_weight);
+    const GradientTerms terms(stats, split.hi, split.lo);
+    const training::simd::CrossEntropyRow row = simd_row(stats, terms);
+    const double spread = row.spread;
+    const auto* weight = spread != 0 ? reinterpret_cast<const T*>(r_.weight) : nullptr;
+    const T* next_x = s.next_logits >= 0 ? x_ + s.next_logits : nullptr;
+    double spread_offsets = 0;
+    for (std::size_t b = 0; b < blocks; ++b) {
+      const std::size_t begin = b * kBlock;
+      const std::size_t count = std::min(kBlock, length - begin);
+      const T* block_weight = weight != nullptr ? weight + begin : nullptr;
+      if (std::isfinite(scratch.block_max[b])) {
+        training::simd::NextRow next;
+        if (next_x != nullptr) next = {next_x + begin, nullptr, count * sizeof(T)};
+        spread_offsets += training::simd::cross_entropy_block_from_exps(
+            x + begin, exps + begin, grad + begin, block_weight, count, scratch.block_max[b], row, spread != 0, next);
+      } else {
+        // Every logit of the block is -inf (the row is finite): nothing was stored.
+        spread_offsets +=
+            training::simd::cross_entropy_row(x + begin, grad + begin, block_weight, count, row, spread != 0);
+      }
+    }
+    if (log_prob_in_place) write_log_prob(s, stats.m, log_d);
+    return finish_vectorised(s, t, x_t, target_weight, stats.m, terms, log_d, spread_offsets);
+  }
+
+  // log_softmax of a row with a finite max, as the forward op gives it.
+  void write_log_prob(const Sample& s, double m, double log_d) const {
+    for (std::int64_t c = 0; c < r_.classes; ++c) {
+      store(log_prob_, s.log_prob + c * r_.class_stride[kLogProb], (load(c, s) - m) - log_d);
+    }
+  }
+
+  // S = sum(a) as hi + lo (see run()).
+  struct SplitCoefficients {
+    double hi, lo;
+  };
+  SplitCoefficients coefficient_sum(const Sample& s, std::int64_t t, double& target_weight) const {
+    training::CompensatedSum<double> total;
+    const double keep = 1.0 - r_.smoothing;
+    const double spread = r_.smoothing / static_cast<double>(r_.classes);
+    if (r_.index_targets) {
+      target_weight = weight_of(r_, t);
+      total.add(keep * target_weight);
+      if (spread != 0) total.add(spread * weight_sum_);
+    } else {
+      for (std::int64_t c = 0; c < r_.classes; ++c) total.add(coefficient(c, s, t, target_weight));
+    }
+    return {total.hi(), total.lo()};
   }
 
   double load(std::int64_t c, const Sample& s) const {
@@ -460,6 +591,7 @@ class RowKernel {
   T* log_prob_;
   double weight_sum_;  // sum of every class's weight (C without weights)
   double grad_scale_;
+  bool stored_exps_;   // run_with_stored_exps takes every row it can
 };
 
 template <class T>
@@ -477,9 +609,15 @@ void run_typed(const Request& r) {
   std::vector<double> row_loss(r.reduction == Reduction::none ? 0 : static_cast<std::size_t>(rows));
   training::for_rows(rows, r.threads, [&](std::int64_t begin, std::int64_t end) {
     RowCursor at(r.fold, begin);
+    Scratch scratch;
     for (std::int64_t row = begin; row < end; ++row, at.next()) {
-      const double loss = kernel.run(Sample{at.offset(kLogits), at.offset(kTarget), at.offset(kLoss),
-                                            at.offset(kGrad), at.offset(kLogProb)});
+      Sample sample{at.offset(kLogits), at.offset(kTarget), at.offset(kLoss), at.offset(kGrad), at.offset(kLogProb)};
+      if (kernel.prefetches_next_row() && row + 1 < end) {
+        RowCursor after = at;
+        after.next();
+        sample.next_logits = after.offset(kLogits);
+      }
+      const double loss = kernel.run(sample, scratch);
       if (r.reduction == Reduction::none) store_as(r.dtype, r.loss, at.offset(kLoss), loss);
       else row_loss[static_cast<std::size_t>(row)] = loss;
     }

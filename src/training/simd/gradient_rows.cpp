@@ -4,8 +4,10 @@
 // time with HWY_DYNAMIC_DISPATCH.
 #include "training/simd/gradient_rows.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <type_traits>
 
@@ -21,6 +23,17 @@
 #include "cpu/simd/exp-inl.h"
 #include "cpu/simd/exp_f64-inl.h"
 #include "cpu/simd/walk-inl.h"
+
+// The loops below call their per-vector steps through lambdas, which must be inlined:
+// GCC otherwise keeps the larger ones (16-bit conversions, exps) out of line and
+// reloads every constant and mask per vector.
+#ifndef SMAX_INLINE_LAMBDA
+#if defined(__GNUC__) || defined(__clang__)
+#define SMAX_INLINE_LAMBDA __attribute__((always_inline))
+#else
+#define SMAX_INLINE_LAMBDA
+#endif
+#endif
 
 HWY_BEFORE_NAMESPACE();
 namespace smax::training::simd::HWY_NAMESPACE {
@@ -122,26 +135,6 @@ SplitSum Combine(D dd, const CompensatedLanes<D> (&lanes)[kCount]) {
   return SplitSum{total.hi(), total.lo()};
 }
 
-// Four independent accumulators hide the latency of the TwoSum chain.
-template <class T, class Term>
-HWY_INLINE SplitSum CompensatedSumOf(std::size_t n, Term&& term) {
-  const DD dd;
-  const std::size_t N = hn::Lanes(dd);
-  CompensatedLanes<DD> acc[4] = {CompensatedLanes<DD>(dd), CompensatedLanes<DD>(dd), CompensatedLanes<DD>(dd),
-                                 CompensatedLanes<DD>(dd)};
-  cs::Walk<4>(
-      dd, n, false,
-      [&](std::size_t i) {
-        acc[0].Add(term(i, N));
-        acc[1].Add(term(i + N, N));
-        acc[2].Add(term(i + 2 * N, N));
-        acc[3].Add(term(i + 3 * N, N));
-      },
-      [&](std::size_t i) { acc[0].Add(term(i, N)); },
-      [&](std::size_t i, std::size_t count) { acc[1].Add(term(i, count)); });
-  return Combine(dd, acc);
-}
-
 template <class T>
 HWY_INLINE VD LoadAny(DD dd, const T* p, std::size_t count) {
   return count == hn::Lanes(dd) ? LoadWide(dd, p) : LoadTailWide(dd, p, count);
@@ -153,34 +146,90 @@ HWY_INLINE void StoreAny(DD dd, VD v, T* p, std::size_t count) {
   else StoreTailWide(v, p, count);
 }
 
+// A TwoSum per term costs several times the loads and the product it follows, so the
+// terms are added plainly into four accumulators (each ends a block of kPlainSteps
+// groups with kPlainSteps rounded additions), and only each block's total, after two
+// more, joins the compensated sum. The error is then at most (kPlainSteps + 2) units
+// of double's precision (2^-53) times the sum of the terms' magnitudes, far below what
+// the float outputs can show unless dy and s agree to about 2^-50 of their size,
+// where the tests' cancellation allowance (four units of 2^-52) takes over.
+constexpr std::size_t kPlainSteps = 4;
+
+// add_group(i, count, acc) adds the terms of [i, i + count), count <= group (the
+// group size, a whole number of double vectors: 4 for the four accumulators), to acc.
+template <class AddGroup>
+HWY_INLINE SplitSum BlockedSum(std::size_t n, std::size_t group, AddGroup&& add_group) {
+  const DD dd;
+  VD acc[4] = {hn::Zero(dd), hn::Zero(dd), hn::Zero(dd), hn::Zero(dd)};
+  CompensatedLanes<DD> total[1] = {CompensatedLanes<DD>(dd)};
+  auto end_block = [&]() SMAX_INLINE_LAMBDA {
+    total[0].Add(hn::Add(hn::Add(acc[0], acc[1]), hn::Add(acc[2], acc[3])));
+    for (VD& a : acc) a = hn::Zero(dd);
+  };
+  std::size_t i = 0;
+  while (i + kPlainSteps * group <= n) {
+    for (std::size_t step = 0; step < kPlainSteps; ++step, i += group) add_group(i, group, acc);
+    end_block();
+  }
+  for (; i + group <= n; i += group) add_group(i, group, acc);
+  if (i < n) add_group(i, n - i, acc);
+  end_block();
+  return Combine(dd, total);
+}
+
+// The count (<= 4 double vectors) elements at p, through four double vectors: f(k,
+// vector k of the group) for each vector that holds any of them, the other lanes 0.
+template <class T, class F>
+HWY_INLINE void ForGroupVectors(const T* p, std::size_t count, F&& f) {
+  const DD dd;
+  const std::size_t N = hn::Lanes(dd);
+  if (count == 4 * N) {
+    for (std::size_t k = 0; k < 4; ++k) f(k, LoadWide(dd, p + k * N));
+    return;
+  }
+  for (std::size_t k = 0; k < 4 && k * N < count; ++k) f(k, LoadAny(dd, p + k * N, std::min(N, count - k * N)));
+}
+
+// Products of two floats are exact in double, so the fused multiply-add rounds once,
+// as an addition would.
+template <class T>
+SplitSum SumOfProductsWide(const T* y, const T* dy, std::size_t n) {
+  const DD dd;
+  const std::size_t N = hn::Lanes(dd);
+  return BlockedSum(n, 4 * N, [&](std::size_t i, std::size_t count, VD(&acc)[4]) SMAX_INLINE_LAMBDA {
+    if (count == 4 * N) {
+      for (std::size_t k = 0; k < 4; ++k) {
+        acc[k] = hn::MulAdd(LoadWide(dd, y + i + k * N), LoadWide(dd, dy + i + k * N), acc[k]);
+      }
+      return;
+    }
+    for (std::size_t k = 0; k < 4 && k * N < count; ++k) {
+      const std::size_t c = std::min(N, count - k * N);
+      acc[k] = hn::MulAdd(LoadAny(dd, y + i + k * N, c), LoadAny(dd, dy + i + k * N, c), acc[k]);
+    }
+  });
+}
+
 #if HWY_TARGET != HWY_SCALAR
 // Two 16-bit values have at most 11 significant bits each, so their product is exact
 // in float: the products are formed a whole float vector at a time (the 16-bit
-// conversions cost more than the arithmetic), then widened, half by half, into the
-// double accumulators.
+// conversions cost more than the arithmetic), then widened, half by half.
 template <class T>
 SplitSum SumOfProducts16(const T* y, const T* dy, std::size_t n) {
   const DF df;
   const hn::Half<DF> dh;
   const DD dd;
   static_assert(sizeof(hn::Vec<hn::Rebind<double, hn::Half<DF>>>) == sizeof(VD), "one half widens to a VD");
-  const std::size_t N = hn::Lanes(df);
-  CompensatedLanes<DD> acc[4] = {CompensatedLanes<DD>(dd), CompensatedLanes<DD>(dd), CompensatedLanes<DD>(dd),
-                                 CompensatedLanes<DD>(dd)};
-  auto add = [&](std::size_t i, std::size_t count, CompensatedLanes<DD>& low, CompensatedLanes<DD>& high) {
-    const VF product = hn::Mul(LoadFloats(df, y + i, count, hn::Zero(df)), LoadFloats(df, dy + i, count, hn::Zero(df)));
-    low.Add(hn::PromoteTo(dd, hn::LowerHalf(dh, product)));
-    high.Add(hn::PromoteTo(dd, hn::UpperHalf(dh, product)));
-  };
-  cs::Walk<2>(
-      df, n, false,
-      [&](std::size_t i) {
-        add(i, N, acc[0], acc[1]);
-        add(i + N, N, acc[2], acc[3]);
-      },
-      [&](std::size_t i) { add(i, N, acc[0], acc[1]); },
-      [&](std::size_t i, std::size_t count) { add(i, count, acc[2], acc[3]); });
-  return Combine(dd, acc);
+  const std::size_t N = hn::Lanes(df);  // two double vectors
+  return BlockedSum(n, 2 * N, [&](std::size_t i, std::size_t count, VD(&acc)[4]) SMAX_INLINE_LAMBDA {
+    for (std::size_t j = 0; j < 2 && j * N < count; ++j) {
+      const std::size_t c = std::min(N, count - j * N);
+      const VF product =
+          hn::Mul(LoadFloats(df, y + i + j * N, c, hn::Zero(df)), LoadFloats(df, dy + i + j * N, c, hn::Zero(df)));
+      acc[2 * j] = hn::Add(acc[2 * j], hn::PromoteTo(dd, hn::LowerHalf(dh, product)));
+      acc[2 * j + 1] = hn::Add(acc[2 * j + 1], hn::PromoteTo(dd, hn::UpperHalf(dh, product)));
+    }
+  });
 }
 #endif
 
@@ -189,17 +238,47 @@ SplitSum SumOfProducts(const T* y, const T* dy, std::size_t n) {
 #if HWY_TARGET != HWY_SCALAR
   if constexpr (!std::is_same_v<T, float>) return SumOfProducts16(y, dy, n);
 #endif
-  const DD dd;
-  // Products of two floats are exact in double.
-  return CompensatedSumOf<T>(n, [&](std::size_t i, std::size_t count) {
-    return hn::Mul(LoadAny(dd, y + i, count), LoadAny(dd, dy + i, count));
-  });
+  return SumOfProductsWide(y, dy, n);
 }
 
 template <class T>
 SplitSum SumOf(const T* v, std::size_t n) {
   const DD dd;
-  return CompensatedSumOf<T>(n, [&](std::size_t i, std::size_t count) { return LoadAny(dd, v + i, count); });
+  return BlockedSum(n, 4 * hn::Lanes(dd), [&](std::size_t i, std::size_t count, VD(&acc)[4]) SMAX_INLINE_LAMBDA {
+    ForGroupVectors(v + i, count, [&](std::size_t k, VD term) SMAX_INLINE_LAMBDA { acc[k] = hn::Add(acc[k], term); });
+  });
+}
+
+// Pulls the part of the next row at byte_offset (bytes of it) towards L2.
+HWY_INLINE void PrefetchNext(const NextRow& next, std::size_t byte_offset, std::size_t bytes) {
+#if defined(__GNUC__) || defined(__clang__)
+  if (next.a == nullptr || byte_offset >= next.bytes) return;
+  constexpr std::size_t kLine = 64;
+  for (std::size_t k = 0; k < bytes; k += kLine) {
+    __builtin_prefetch(static_cast<const char*>(next.a) + byte_offset + k, 0, 2);
+    if (next.b != nullptr) __builtin_prefetch(static_cast<const char*>(next.b) + byte_offset + k, 0, 2);
+  }
+#else
+  (void)next;
+  (void)byte_offset;
+  (void)bytes;
+#endif
+}
+
+// Walks [0, n) in float vectors, two at a time (prefetching that stretch of the next
+// row), then one, then the tail: step(i, count).
+template <class T, class Step>
+HWY_INLINE void WalkFloats(std::size_t n, const NextRow& next, Step&& step) {
+  const DF df;
+  const std::size_t N = hn::Lanes(df);
+  std::size_t i = 0;
+  for (; i + 2 * N <= n; i += 2 * N) {
+    PrefetchNext(next, i * sizeof(T), 2 * N * sizeof(T));
+    step(i, N);
+    step(i + N, N);
+  }
+  for (; i + N <= n; i += N) step(i, N);
+  if (i < n) step(i, n - i);
 }
 
 // y = f(a, b) elementwise over [0, n) in double lanes; a vector's loads come before
@@ -220,52 +299,88 @@ HWY_INLINE void MapWide(const T* a, const T* b, T* y, std::size_t n, F&& f) {
       [&](std::size_t i) { step(i, N); }, step);
 }
 
-// 16-bit outputs, whose bar is one unit in their last place, in float lanes: s as
-// the double-float hi + lo (dy - hi is exact where dy is close to s, Sterbenz), three
-// float roundings before the 16-bit one. False, writing nothing, where s or 1/T do not
-// fit that form (beyond float's range, or 1/T below its normal range).
+// The scalar code's arithmetic in double lanes: for rows whose s or 1/T does not fit
+// the float lanes, and for the f32 vectors whose float result may be inexact.
 template <class T>
-bool SoftmaxBackwardWrite16(const T* y, const T* dy, T* dx, std::size_t n, SplitSum s, double inv_t) {
-  const float hi_f = static_cast<float>(s.hi);
-  const float lo_f = static_cast<float>((s.hi - static_cast<double>(hi_f)) + s.lo);
-  const float inv_t_f = static_cast<float>(inv_t);
-  if (!std::isfinite(hi_f) || !std::isfinite(lo_f) ||
-      !(inv_t_f >= std::numeric_limits<float>::min() && std::isfinite(inv_t_f))) {
-    return false;
-  }
-  const DF df;
-  const std::size_t N = hn::Lanes(df);
-  const VF hi = hn::Set(df, hi_f);
-  const VF lo = hn::Set(df, lo_f);
-  const VF scale = hn::Set(df, inv_t_f);
-  auto step = [&](std::size_t i, std::size_t count) {
-    const VF vy = LoadFloats(df, y + i, count, hn::Zero(df));
-    const VF vdy = LoadFloats(df, dy + i, count, hn::Zero(df));
-    const VF v = hn::Mul(hn::Mul(vy, hn::Sub(hn::Sub(vdy, hi), lo)), scale);
-    if (count == N) cs::StoreF32(df, v, dx + i);
-    else cs::StoreTailF32(df, v, dx + i, count);
-  };
-  cs::Walk<2>(
-      df, n, false,
-      [&](std::size_t i) {
-        step(i, N);
-        step(i + N, N);
-      },
-      [&](std::size_t i) { step(i, N); }, step);
-  return true;
-}
-
-template <class T>
-void SoftmaxBackwardWrite(const T* y, const T* dy, T* dx, std::size_t n, SplitSum s, double inv_t) {
-  if constexpr (!std::is_same_v<T, float>) {
-    if (SoftmaxBackwardWrite16(y, dy, dx, n, s, inv_t)) return;
-  }
+void SoftmaxBackwardWide(const T* y, const T* dy, T* dx, std::size_t n, SplitSum s, double inv_t) {
   const DD dd;
   const VD hi = hn::Set(dd, s.hi);
   const VD lo = hn::Set(dd, s.lo);
   const VD scale = hn::Set(dd, inv_t);
   // dy - hi is exact where dy is close to s (Sterbenz); lo then corrects it.
   MapWide(y, dy, dx, n, [&](VD vy, VD vdy) { return hn::Mul(hn::Mul(vy, hn::Sub(hn::Sub(vdy, hi), lo)), scale); });
+}
+
+// s = hi + mid + lo in floats, within about 2^-72 of s: where dy is close to s, dy -
+// hi is exact (Sterbenz), then subtracting mid is exact as well or rounds relative to
+// a result that no longer cancels, and lo only adds one rounding. False where s does
+// not fit float's range.
+struct FloatTriple {
+  float hi = 0, mid = 0, lo = 0;
+};
+HWY_INLINE bool SplitIntoFloats(SplitSum s, FloatTriple& out) {
+  out.hi = static_cast<float>(s.hi);
+  if (!std::isfinite(out.hi)) return false;
+  const double rest = (s.hi - static_cast<double>(out.hi)) + s.lo;
+  out.mid = static_cast<float>(rest);
+  out.lo = static_cast<float>(rest - static_cast<double>(out.mid));
+  return true;
+}
+
+// In float lanes: dx = y * (((dy - hi) - mid) - lo) * (1/T), five float roundings
+// (with 1/T's own) of at most 2^-24 each, within f32's 1e-6 (16-bit outputs: far
+// within their unit in the last place). For f32 a vector is redone in double where
+// its float result overflowed (dx itself may still fit, after the product by 1/T),
+// and, when 1/T > 1, where the product y * (dy - s) fell below float's normal range
+// (1/T would enlarge its absolute rounding beyond a subnormal step); y = 0 gives an
+// exact 0 either way.
+template <class T, bool kScaled, bool kTinyProductsMatter>
+void SoftmaxBackwardFloatLanes(const T* y, const T* dy, T* dx, std::size_t n, SplitSum s, const FloatTriple& parts,
+                               float inv_t_f, double inv_t, const NextRow& next) {
+  const DF df;
+  const std::size_t N = hn::Lanes(df);
+  const VF hi = hn::Set(df, parts.hi);
+  const VF mid = hn::Set(df, parts.mid);
+  const VF lo = hn::Set(df, parts.lo);
+  const VF scale = hn::Set(df, inv_t_f);
+  const VF zero = hn::Zero(df);
+  const VF smallest_normal = hn::Set(df, std::numeric_limits<float>::min());
+  WalkFloats<T>(n, next, [&](std::size_t i, std::size_t count) SMAX_INLINE_LAMBDA {
+    const VF vy = LoadFloats(df, y + i, count, zero);
+    const VF vdy = LoadFloats(df, dy + i, count, zero);
+    const VF product = hn::Mul(vy, hn::Sub(hn::Sub(hn::Sub(vdy, hi), mid), lo));
+    const VF v = kScaled ? hn::Mul(product, scale) : product;
+    if constexpr (std::is_same_v<T, float>) {
+      bool exact = hn::AllTrue(df, hn::IsFinite(v));
+      if constexpr (kTinyProductsMatter) {
+        exact = exact && hn::AllTrue(df, hn::Or(hn::Ge(hn::Abs(product), smallest_normal), hn::Eq(vy, zero)));
+      }
+      if (HWY_UNLIKELY(!exact)) {
+        SoftmaxBackwardWide(y + i, dy + i, dx + i, count, s, inv_t);
+        return;
+      }
+    }
+    if (count == N) cs::StoreF32(df, v, dx + i);
+    else cs::StoreTailF32(df, v, dx + i, count);
+  });
+}
+
+template <class T>
+void SoftmaxBackwardWrite(const T* y, const T* dy, T* dx, std::size_t n, SplitSum s, double inv_t,
+                          const NextRow& next) {
+  FloatTriple parts;
+  const float inv_t_f = static_cast<float>(inv_t);
+  if (!SplitIntoFloats(s, parts) || !(inv_t_f >= std::numeric_limits<float>::min() && std::isfinite(inv_t_f))) {
+    SoftmaxBackwardWide(y, dy, dx, n, s, inv_t);
+    return;
+  }
+  if (inv_t == 1.0) {
+    SoftmaxBackwardFloatLanes<T, false, false>(y, dy, dx, n, s, parts, inv_t_f, inv_t, next);
+  } else if (inv_t_f <= 1.0f) {
+    SoftmaxBackwardFloatLanes<T, true, false>(y, dy, dx, n, s, parts, inv_t_f, inv_t, next);
+  } else {
+    SoftmaxBackwardFloatLanes<T, true, true>(y, dy, dx, n, s, parts, inv_t_f, inv_t, next);
+  }
 }
 
 // exp(log_y) per lane: the double exp for log-probabilities (<= 0, or -inf), std::exp
@@ -299,7 +414,8 @@ void LogSoftmaxBackwardWide(const T* log_y, const T* dy, T* dx, std::size_t n, d
 // every other vector (dy and p S cancelling, log_y below -87 or not a log-probability,
 // S beyond float's range) goes through the double lanes again, from memory.
 template <class T>
-void LogSoftmaxBackwardWrite(const T* log_y, const T* dy, T* dx, std::size_t n, double sum, double inv_t) {
+void LogSoftmaxBackwardWrite(const T* log_y, const T* dy, T* dx, std::size_t n, double sum, double inv_t,
+                             const NextRow& next) {
   const float sum_f = static_cast<float>(sum);
   const float inv_t_f = static_cast<float>(inv_t);
   if (!std::isfinite(sum_f) || !(inv_t_f >= std::numeric_limits<float>::min() && std::isfinite(inv_t_f))) {
@@ -314,7 +430,7 @@ void LogSoftmaxBackwardWrite(const T* log_y, const T* dy, T* dx, std::size_t n, 
   const VF normal_floor = hn::Set(df, -87.0f);
   const VF neg_inf = hn::Set(df, -std::numeric_limits<float>::infinity());
   const VF two = hn::Set(df, 2.0f);
-  auto step = [&](std::size_t i, std::size_t count) {
+  WalkFloats<T>(n, next, [&](std::size_t i, std::size_t count) SMAX_INLINE_LAMBDA {
     const VF ly = LoadFloats(df, log_y + i, count, zero);
     const VF vdy = LoadFloats(df, dy + i, count, zero);
     const VF ps = hn::Mul(cs::ExpFlush(df, ly, zero), vsum);
@@ -328,14 +444,7 @@ void LogSoftmaxBackwardWrite(const T* log_y, const T* dy, T* dx, std::size_t n, 
     }
     if (count == N) cs::StoreF32(df, hn::Mul(v, scale), dx + i);
     else cs::StoreTailF32(df, hn::Mul(v, scale), dx + i, count);
-  };
-  cs::Walk<2>(
-      df, n, false,
-      [&](std::size_t i) {
-        step(i, N);
-        step(i + N, N);
-      },
-      [&](std::size_t i) { step(i, N); }, step);
+  });
 }
 
 // Cross-entropy runs in float lanes; the loss's offsets widen into double lanes.
@@ -359,24 +468,63 @@ HWY_INLINE void AddOffsets(VW m, VF x, VF w, VW& acc0, VW& acc1) {
 #endif
 }
 
+// acc0, acc1 += v's lanes, widened to double.
+HWY_INLINE void AddWidened(VF v, VW& acc0, VW& acc1) {
+  const DW dw;
+#if HWY_TARGET == HWY_SCALAR
+  (void)acc1;
+  acc0 = hn::Add(acc0, hn::PromoteTo(dw, v));
+#else
+  const hn::Half<DF> dh;
+  acc0 = hn::Add(acc0, hn::PromoteTo(dw, hn::LowerHalf(dh, v)));
+  acc1 = hn::Add(acc1, hn::PromoteTo(dw, hn::UpperHalf(dh, v)));
+#endif
+}
+
+// The gradient factors of a row in float lanes: grad = (S * p - a) * scale = e * P -
+// w * A with P = S / d * scale as a double-float (so that its rounding does not add
+// to the exp's) and A = spread * scale. `all_in_double` where P or A is beyond
+// float's range, or P below its normal range (where its rounding is no longer
+// relative): every vector is then done in double.
+struct GradientFactors {
+  VF p_hi, p_lo, a_scale;
+  bool all_in_double;
+  GradientFactors(DF df, double p_scale, double a_scale_d) {
+    const float p_hi_f = static_cast<float>(p_scale);
+    const float a_scale_f = static_cast<float>(a_scale_d);
+    p_hi = hn::Set(df, p_hi_f);
+    p_lo = hn::Set(df, static_cast<float>(p_scale - static_cast<double>(p_hi_f)));
+    a_scale = hn::Set(df, a_scale_f);
+    all_in_double = !std::isfinite(p_hi_f) || !std::isfinite(a_scale_f) ||
+                    (p_scale != 0 && !(p_hi_f >= std::numeric_limits<float>::min()));
+  }
+  HWY_INLINE VF Gradient(VF e, VF w) const { return hn::MulAdd(e, p_hi, hn::MulSub(e, p_lo, hn::Mul(w, a_scale))); }
+};
+
+// One vector of gradients with the scalar code's formula, in double: for exps below
+// float's normal range (flushed, or short of bits) that S / d * scale may lift back
+// into range.
+HWY_INLINE VF GradientInDouble(DF df, VF vx, VF vw, const CrossEntropyRow& row) {
+  constexpr std::size_t kMaxLanes = cs::kMaxVectorBytes / sizeof(float);
+  HWY_ALIGN float xs[kMaxLanes];
+  HWY_ALIGN float ws[kMaxLanes];
+  hn::Store(vx, df, xs);
+  hn::Store(vw, df, ws);
+  for (std::size_t j = 0; j < hn::Lanes(df); ++j) {
+    const double a = row.spread * static_cast<double>(ws[j]);
+    const double p = std::exp(static_cast<double>(xs[j]) - static_cast<double>(row.m)) * row.inv_d;
+    xs[j] = static_cast<float>((row.coefficient_sum * p - a) * row.scale);
+  }
+  return hn::Load(df, xs);
+}
+
 template <class T>
 double CrossEntropyRowT(const T* x, T* grad, const T* weight, std::size_t n, const CrossEntropyRow& row,
                         bool want_offsets) {
   const DF df;
   const DW dw;
   const std::size_t N = hn::Lanes(df);
-  // grad = (S * p - a) * scale = e * P - w * A, P = S / d * scale as a double-float
-  // (so that its rounding does not add to the exp's), A = spread * scale.
-  const double p_scale = row.coefficient_sum * row.inv_d * row.scale;
-  const float p_hi_f = static_cast<float>(p_scale);
-  const VF p_hi = hn::Set(df, p_hi_f);
-  const VF p_lo = hn::Set(df, static_cast<float>(p_scale - static_cast<double>(p_hi_f)));
-  const float a_scale_f = static_cast<float>(row.spread * row.scale);
-  const VF a_scale = hn::Set(df, a_scale_f);
-  // P or A beyond float's range, or P below its normal range (where its rounding is
-  // no longer relative): every vector in double.
-  const bool all_in_double = !std::isfinite(p_hi_f) || !std::isfinite(a_scale_f) ||
-                             (p_scale != 0 && !(p_hi_f >= std::numeric_limits<float>::min()));
+  const GradientFactors factors(df, row.coefficient_sum * row.inv_d * row.scale, row.spread * row.scale);
   const VF neg_m = hn::Set(df, -row.m);
   const VF vm = hn::Set(df, row.m);
   const VF one = hn::Set(df, 1.0f);
@@ -386,24 +534,7 @@ double CrossEntropyRowT(const T* x, T* grad, const T* weight, std::size_t n, con
   const VW m_wide = hn::Set(dw, static_cast<double>(row.m));
   VW acc0 = hn::Zero(dw), acc1 = hn::Zero(dw);
 
-  // Exps below float's normal range would be flushed (or lose bits) while S / d *
-  // scale may lift the product back into range: such a vector is done in double
-  // with the scalar code's formula.
-  auto in_double = [&](VF vx, VF vw) {
-    constexpr std::size_t kMaxLanes = cs::kMaxVectorBytes / sizeof(float);
-    HWY_ALIGN float xs[kMaxLanes];
-    HWY_ALIGN float ws[kMaxLanes];
-    hn::Store(vx, df, xs);
-    hn::Store(vw, df, ws);
-    for (std::size_t j = 0; j < N; ++j) {
-      const double a = row.spread * static_cast<double>(ws[j]);
-      const double p = std::exp(static_cast<double>(xs[j]) - static_cast<double>(row.m)) * row.inv_d;
-      xs[j] = static_cast<float>((row.coefficient_sum * p - a) * row.scale);
-    }
-    return hn::Load(df, xs);
-  };
-
-  auto step = [&](std::size_t i, std::size_t count) {
+  WalkFloats<T>(n, NextRow{}, [&](std::size_t i, std::size_t count) SMAX_INLINE_LAMBDA {
     // Tail lanes: x = m adds nothing to the offsets.
     const VF vx = LoadFloats(df, x + i, count, vm);
     const VF vw = weight != nullptr ? LoadFloats(df, weight + i, count, hn::Zero(df)) : one;
@@ -412,22 +543,94 @@ double CrossEntropyRowT(const T* x, T* grad, const T* weight, std::size_t n, con
     VF z, z_lo;
     cs::ScaledDifference<true, true>(df, unit_t, vx, neg_m, z, z_lo);
     VF g;
-    if (HWY_UNLIKELY(all_in_double || !hn::AllFalse(df, hn::And(hn::Lt(z, normal_floor), hn::Gt(z, neg_inf))))) {
-      g = in_double(vx, vw);
+    if (HWY_UNLIKELY(factors.all_in_double ||
+                     !hn::AllFalse(df, hn::And(hn::Lt(z, normal_floor), hn::Gt(z, neg_inf))))) {
+      g = GradientInDouble(df, vx, vw, row);
     } else {
-      const VF e = cs::ExpFlush(df, z, z_lo);
-      g = hn::MulAdd(e, p_hi, hn::MulSub(e, p_lo, hn::Mul(vw, a_scale)));
+      g = factors.Gradient(cs::ExpFlush(df, z, z_lo), vw);
     }
     if (count == N) cs::StoreF32(df, g, grad + i);
     else cs::StoreTailF32(df, g, grad + i, count);
+  });
+  if (!want_offsets) return 0.0;
+  return hn::GetLane(hn::SumOfLanes(dw, hn::Add(acc0, acc1)));
+}
+
+// The first pass of cross-entropy with stored exps (gradient_rows.hpp), over one block.
+template <class T>
+BlockExpSum StoreExps(const T* x, float* e, std::size_t n, float block_max) {
+  const DF df;
+  const DW dw;
+  const std::size_t N = hn::Lanes(df);
+  const VF vm = hn::Set(df, block_max);
+  const VF neg_m = hn::Set(df, -block_max);
+  const VF neg_inf = hn::Set(df, -std::numeric_limits<float>::infinity());
+  const cs::InverseTemperatureLanes<DF> unit_t(df, cpu::simd::InverseTemperature::of(1.0));
+  VW below0 = hn::Zero(dw), below1 = hn::Zero(dw);
+  std::int64_t at_max = 0;
+  // exp(x - m_b) of `count` elements, stored; the terms below the max come back (0
+  // at the max and in the tail's other lanes, whose x is -inf).
+  auto exps = [&](std::size_t i, std::size_t count) SMAX_INLINE_LAMBDA {
+    const VF vx = LoadFloats(df, x + i, count, neg_inf);
+    VF z, z_lo;
+    cs::ScaledDifference<true, true>(df, unit_t, vx, neg_m, z, z_lo);
+    const VF ex = cs::ExpFlush(df, z, z_lo);
+    if (count == N) hn::StoreU(ex, df, e + i);
+    else cs::StoreTail(df, ex, e + i, count);
+    const auto is_max = hn::Eq(vx, vm);
+    at_max += static_cast<std::int64_t>(hn::CountTrue(df, is_max));
+    return hn::IfThenZeroElse(is_max, ex);
   };
-  cs::Walk<2>(
-      df, n, false,
-      [&](std::size_t i) {
-        step(i, N);
-        step(i + N, N);
-      },
-      [&](std::size_t i) { step(i, N); }, step);
+  auto add_pair = [&](VF pair) SMAX_INLINE_LAMBDA { AddWidened(pair, below0, below1); };
+  std::size_t i = 0;
+  for (; i + 2 * N <= n; i += 2 * N) add_pair(hn::Add(exps(i, N), exps(i + N, N)));
+  for (; i < n; i += N) add_pair(exps(i, std::min(N, n - i)));
+  BlockExpSum out;
+  out.at_max = at_max;
+  out.below_max = hn::GetLane(hn::SumOfLanes(dw, hn::Add(below0, below1)));
+  return out;
+}
+
+// The second pass of cross-entropy with stored exps, over one block.
+template <class T>
+double CrossEntropyBlockFromExpsT(const T* x, const float* e, T* grad, const T* weight, std::size_t n,
+                                  float block_max, const CrossEntropyRow& row, bool want_offsets,
+                                  const NextRow& next) {
+  const DF df;
+  const DW dw;
+  const std::size_t N = hn::Lanes(df);
+  // exp(x - m) = exp(x - m_b) * exp(m_b - m): the block's factor joins P.
+  const double block_factor = std::exp(static_cast<double>(block_max) - static_cast<double>(row.m));
+  const GradientFactors factors(df, row.coefficient_sum * row.inv_d * row.scale * block_factor,
+                                row.spread * row.scale);
+  const VF vm = hn::Set(df, row.m);
+  const VF one = hn::Set(df, 1.0f);
+  const VF zero = hn::Zero(df);
+  const VF neg_inf = hn::Set(df, -std::numeric_limits<float>::infinity());
+  const VW m_wide = hn::Set(dw, static_cast<double>(row.m));
+  VW acc0 = hn::Zero(dw), acc1 = hn::Zero(dw);
+  WalkFloats<T>(n, next, [&](std::size_t i, std::size_t count) SMAX_INLINE_LAMBDA {
+    const VF ve = LoadFloats(df, e + i, count, one);
+    const VF vw = weight != nullptr ? LoadFloats(df, weight + i, count, zero) : one;
+    // Tail lanes: x = m adds nothing to the offsets.
+    const auto load_x = [&]() SMAX_INLINE_LAMBDA { return LoadFloats(df, x + i, count, vm); };
+    if (want_offsets) AddOffsets(m_wide, load_x(), vw, acc0, acc1);
+    VF g;
+    // An exp of 0 is exact only for x = -inf; otherwise it was flushed.
+    const auto flushed = hn::Eq(ve, zero);
+    if (HWY_UNLIKELY(factors.all_in_double || !hn::AllFalse(df, flushed))) {
+      const VF vx = load_x();
+      if (factors.all_in_double || !hn::AllFalse(df, hn::And(flushed, hn::Gt(vx, neg_inf)))) {
+        g = GradientInDouble(df, vx, vw, row);
+      } else {
+        g = factors.Gradient(ve, vw);
+      }
+    } else {
+      g = factors.Gradient(ve, vw);
+    }
+    if (count == N) cs::StoreF32(df, g, grad + i);
+    else cs::StoreTailF32(df, g, grad + i, count);
+  });
   if (!want_offsets) return 0.0;
   return hn::GetLane(hn::SumOfLanes(dw, hn::Add(acc0, acc1)));
 }
@@ -436,15 +639,25 @@ double CrossEntropyRowT(const T* x, T* grad, const T* weight, std::size_t n, con
 #define SMAX_GRADIENT_KERNELS(Suffix, T)                                                                          \
   SplitSum SumOfProducts##Suffix(const T* y, const T* dy, std::size_t n) { return SumOfProducts(y, dy, n); }      \
   SplitSum SumOf##Suffix(const T* v, std::size_t n) { return SumOf(v, n); }                                      \
-  void SoftmaxBackwardWrite##Suffix(const T* y, const T* dy, T* dx, std::size_t n, SplitSum s, double inv_t) {    \
-    SoftmaxBackwardWrite(y, dy, dx, n, s, inv_t);                                                                 \
+  void SoftmaxBackwardWrite##Suffix(const T* y, const T* dy, T* dx, std::size_t n, SplitSum s, double inv_t,      \
+                                    NextRow next) {                                                               \
+    SoftmaxBackwardWrite(y, dy, dx, n, s, inv_t, next);                                                           \
   }                                                                                                               \
-  void LogSoftmaxBackwardWrite##Suffix(const T* ly, const T* dy, T* dx, std::size_t n, double sum, double inv_t) { \
-    LogSoftmaxBackwardWrite(ly, dy, dx, n, sum, inv_t);                                                           \
+  void LogSoftmaxBackwardWrite##Suffix(const T* ly, const T* dy, T* dx, std::size_t n, double sum, double inv_t,  \
+                                       NextRow next) {                                                            \
+    LogSoftmaxBackwardWrite(ly, dy, dx, n, sum, inv_t, next);                                                     \
   }                                                                                                               \
   double CrossEntropyRow##Suffix(const T* x, T* grad, const T* weight, std::size_t n, const CrossEntropyRow& row, \
                                  bool want_offsets) {                                                             \
     return CrossEntropyRowT(x, grad, weight, n, row, want_offsets);                                               \
+  }                                                                                                               \
+  BlockExpSum StoreExps##Suffix(const T* x, float* e, std::size_t n, float block_max) {                           \
+    return StoreExps(x, e, n, block_max);                                                                         \
+  }                                                                                                               \
+  double CrossEntropyBlockFromExps##Suffix(const T* x, const float* e, T* grad, const T* weight, std::size_t n,   \
+                                           float block_max, const CrossEntropyRow& row, bool want_offsets,        \
+                                           NextRow next) {                                                        \
+    return CrossEntropyBlockFromExpsT(x, e, grad, weight, n, block_max, row, want_offsets, next);                 \
   }
 
 SMAX_GRADIENT_KERNELS(F32, float)
@@ -464,19 +677,32 @@ namespace smax::training::simd {
   HWY_EXPORT(SoftmaxBackwardWrite##Suffix);                                                                    \
   HWY_EXPORT(LogSoftmaxBackwardWrite##Suffix);                                                                 \
   HWY_EXPORT(CrossEntropyRow##Suffix);                                                                         \
+  HWY_EXPORT(StoreExps##Suffix);                                                                               \
+  HWY_EXPORT(CrossEntropyBlockFromExps##Suffix);                                                               \
   SplitSum sum_of_products(const T* y, const T* dy, std::size_t n) {                                           \
     return HWY_DYNAMIC_DISPATCH(SumOfProducts##Suffix)(y, dy, n);                                              \
   }                                                                                                            \
   SplitSum sum_of(const T* v, std::size_t n) { return HWY_DYNAMIC_DISPATCH(SumOf##Suffix)(v, n); }             \
-  void softmax_backward_write(const T* y, const T* dy, T* dx, std::size_t n, SplitSum s, double inv_t) {       \
-    HWY_DYNAMIC_DISPATCH(SoftmaxBackwardWrite##Suffix)(y, dy, dx, n, s, inv_t);                                \
+  void softmax_backward_write(const T* y, const T* dy, T* dx, std::size_t n, SplitSum s, double inv_t,         \
+                              NextRow next) {                                                                  \
+    HWY_DYNAMIC_DISPATCH(SoftmaxBackwardWrite##Suffix)(y, dy, dx, n, s, inv_t, next);                          \
   }                                                                                                            \
-  void log_softmax_backward_write(const T* log_y, const T* dy, T* dx, std::size_t n, double sum, double inv_t) { \
-    HWY_DYNAMIC_DISPATCH(LogSoftmaxBackwardWrite##Suffix)(log_y, dy, dx, n, sum, inv_t);                       \
+  void log_softmax_backward_write(const T* log_y, const T* dy, T* dx, std::size_t n, double sum, double inv_t, \
+                                  NextRow next) {                                                              \
+    HWY_DYNAMIC_DISPATCH(LogSoftmaxBackwardWrite##Suffix)(log_y, dy, dx, n, sum, inv_t, next);                 \
   }                                                                                                            \
   double cross_entropy_row(const T* x, T* grad, const T* weight, std::size_t n, const CrossEntropyRow& row,    \
                            bool want_offsets) {                                                                \
     return HWY_DYNAMIC_DISPATCH(CrossEntropyRow##Suffix)(x, grad, weight, n, row, want_offsets);               \
+  }                                                                                                            \
+  BlockExpSum store_exps(const T* x, float* e, std::size_t n, float block_max) {                               \
+    return HWY_DYNAMIC_DISPATCH(StoreExps##Suffix)(x, e, n, block_max);                                        \
+  }                                                                                                            \
+  double cross_entropy_block_from_exps(const T* x, const float* e, T* grad, const T* weight, std::size_t n,     \
+                                       float block_max, const CrossEntropyRow& row, bool want_offsets,         \
+                                       NextRow next) {                                                         \
+    return HWY_DYNAMIC_DISPATCH(CrossEntropyBlockFromExps##Suffix)(x, e, grad, weight, n, block_max, row,      \
+                                                                   want_offsets, next);                        \
   }
 
 SMAX_EXPORT_GRADIENT_KERNELS(F32, float)

@@ -3,13 +3,16 @@
 // supports (gradient_rows.cpp). Each handles any n >= 0, any alignment and its tail
 // without touching memory past the row. T is float, half or bfloat16.
 //
-// Accuracy: the sums are compensated in double lanes (products of two floats are
-// exact there); softmax's write pass for f32 does the scalar code's double
-// arithmetic in double lanes, for f16 and bf16 (one-ulp bar) in float lanes with s as
-// a double-float; log-softmax's write pass runs in float lanes and redoes in double
-// every vector where dy and exp(log_y) * S cancel too much for 1e-6; the
-// cross-entropy gradient computes in float lanes with the kernels' exp (1.01 ulp),
-// and in double where exps leave float's normal range. See docs/ARCHITECTURE.md.
+// Accuracy: the sums add their terms (products of two floats, exact in double)
+// plainly in double lanes for a few steps, then join a compensated (TwoSum) total, so
+// their error is a few units of double's precision times the sum of the terms'
+// magnitudes; the write passes run in float lanes with the sum s carried as three
+// floats (dy - s stays exact where it cancels), and softmax's f32 pass redoes in
+// double every vector whose float result could have left float's normal range;
+// log-softmax's write pass redoes in double every vector where dy and exp(log_y) * S
+// cancel too much for 1e-6; the cross-entropy gradient computes in float lanes with
+// the kernels' exp (1.01 ulp), and in double where exps leave float's normal range.
+// See docs/ARCHITECTURE.md.
 #pragma once
 
 #include <cstddef>
@@ -25,32 +28,45 @@ struct SplitSum {
   double lo = 0;
 };
 
-// sum(y[i] * dy[i]), the products exact in double lanes, the sum compensated.
+// sum(y[i] * dy[i]), the products exact in double lanes, the sum compensated per
+// block of a few vectors.
 SplitSum sum_of_products(const float* y, const float* dy, std::size_t n);
 SplitSum sum_of_products(const half* y, const half* dy, std::size_t n);
 SplitSum sum_of_products(const bfloat16* y, const bfloat16* dy, std::size_t n);
 
-// sum(v[i]), compensated, in double lanes.
+// sum(v[i]) in double lanes, compensated per block of a few vectors.
 SplitSum sum_of(const float* v, std::size_t n);
 SplitSum sum_of(const half* v, std::size_t n);
 SplitSum sum_of(const bfloat16* v, std::size_t n);
 
-// dx[i] = y[i] * ((dy[i] - s.hi) - s.lo) * inv_t in double, rounded to T. dx may be
-// y or dy itself.
-void softmax_backward_write(const float* y, const float* dy, float* dx, std::size_t n, SplitSum s, double inv_t);
-void softmax_backward_write(const half* y, const half* dy, half* dx, std::size_t n, SplitSum s, double inv_t);
+// The inputs of the row a caller will do next, which a write pass pulls towards L2
+// while it runs: its own inputs come from cache then, and the memory system would
+// otherwise read nothing while it writes. A hint only (prefetches never fault or
+// change a result); null pointers for none.
+struct NextRow {
+  const void* a = nullptr;
+  const void* b = nullptr;
+  std::size_t bytes = 0;  // of each
+};
+
+// dx[i] = y[i] * (dy[i] - s) * inv_t, rounded to T, with s = s.hi + s.lo. dx may be y
+// or dy itself.
+void softmax_backward_write(const float* y, const float* dy, float* dx, std::size_t n, SplitSum s, double inv_t,
+                            NextRow next = {});
+void softmax_backward_write(const half* y, const half* dy, half* dx, std::size_t n, SplitSum s, double inv_t,
+                            NextRow next = {});
 void softmax_backward_write(const bfloat16* y, const bfloat16* dy, bfloat16* dx, std::size_t n, SplitSum s,
-                            double inv_t);
+                            double inv_t, NextRow next = {});
 
 // dx[i] = (dy[i] - exp(log_y[i]) * sum) * inv_t in double, with a double exp (0
 // below DBL_MIN); an element whose log_y is not <= 0 (not a log-probability: NaN,
 // positive) takes std::exp. dx may be log_y or dy itself.
 void log_softmax_backward_write(const float* log_y, const float* dy, float* dx, std::size_t n, double sum,
-                                double inv_t);
+                                double inv_t, NextRow next = {});
 void log_softmax_backward_write(const half* log_y, const half* dy, half* dx, std::size_t n, double sum,
-                                double inv_t);
+                                double inv_t, NextRow next = {});
 void log_softmax_backward_write(const bfloat16* log_y, const bfloat16* dy, bfloat16* dx, std::size_t n, double sum,
-                                double inv_t);
+                                double inv_t, NextRow next = {});
 
 // One cross-entropy row with a finite max m, and its coefficients a_c = spread * w_c
 // (the target's own share is the caller's): grad[c] = (S * exp(x[c] - m) / d - a_c) *
@@ -73,5 +89,33 @@ double cross_entropy_row(const half* x, half* grad, const half* weight, std::siz
                          bool want_offsets);
 double cross_entropy_row(const bfloat16* x, bfloat16* grad, const bfloat16* weight, std::size_t n,
                          const CrossEntropyRow& row, bool want_offsets);
+
+// Cross-entropy with each exp computed once, for rows whose logits and exps stay in
+// cache between the two passes. The first pass keeps, for a block of at most
+// kExpBlock elements with a finite max m_b, e[i] = exp(x[i] - m_b) (0 below float's
+// normal range, the kernels' exp as in cross_entropy_row) and their sum, split as the
+// forward kernels split it so that d - 1 stays exact: the elements equal to m_b add
+// exactly 1 each and are counted, the others are summed (pairs in float, then in
+// double lanes).
+inline constexpr std::size_t kExpBlock = 2048;
+struct BlockExpSum {
+  std::int64_t at_max = 0;
+  double below_max = 0;
+};
+BlockExpSum store_exps(const float* x, float* e, std::size_t n, float block_max);
+BlockExpSum store_exps(const half* x, float* e, std::size_t n, float block_max);
+BlockExpSum store_exps(const bfloat16* x, float* e, std::size_t n, float block_max);
+
+// The second pass over one such block: grad[c] = (S * e[c] * exp(m_b - m) / d - a_c) *
+// scale, the rest as cross_entropy_row (x is read for the offsets, the weights, and
+// the elements whose e is 0 but whose x is not -inf, which are redone in double). e
+// may be grad itself when T is float; `next` is a hint as for the backward passes.
+double cross_entropy_block_from_exps(const float* x, const float* e, float* grad, const float* weight, std::size_t n,
+                                     float block_max, const CrossEntropyRow& row, bool want_offsets, NextRow next = {});
+double cross_entropy_block_from_exps(const half* x, const float* e, half* grad, const half* weight, std::size_t n,
+                                     float block_max, const CrossEntropyRow& row, bool want_offsets, NextRow next = {});
+double cross_entropy_block_from_exps(const bfloat16* x, const float* e, bfloat16* grad, const bfloat16* weight,
+                                     std::size_t n, float block_max, const CrossEntropyRow& row, bool want_offsets,
+                                     NextRow next = {});
 
 }  // namespace smax::training::simd
