@@ -176,8 +176,27 @@ class SumLanes {
 // forward or backward, the terms at the max counted apart with kSplitAtMax (ExpSum).
 // With kStore (the fused variant's middle pass; forward only) each exp is also stored
 // to e.
+// The next row of a batch, fetched into cache while this one is computed (its x
+// for reading, its y for writing), a few lines per step of the pass: spread over the
+// pass, so that the requests never fill the core's miss buffers at once.
+template <class T>
+struct NextRow {
+  const T* x = nullptr;
+  T* y = nullptr;
+
+  HWY_INLINE void Fetch(std::size_t i, std::size_t count) const {
+    const auto* xb = reinterpret_cast<const char*>(x + i);
+    const auto* yb = reinterpret_cast<const char*>(y + i);
+    for (std::size_t b = 0; b < count * sizeof(T); b += 64) {
+      __builtin_prefetch(xb + b, 0, 3);
+      __builtin_prefetch(yb + b, 1, 3);
+    }
+  }
+};
+
 template <bool kStore, bool kSplitAtMax, class T, class Exp>
-HWY_INLINE ExpSum RExp(const Exp& exp_of, const T* x, float* e, std::size_t n, bool backward) {
+HWY_INLINE ExpSum RExp(const Exp& exp_of, const T* x, float* e, std::size_t n, bool backward,
+                       const NextRow<T>& next = {}) {
   const DF d;
   const std::size_t N = hn::Lanes(d);
   const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
@@ -188,6 +207,7 @@ HWY_INLINE ExpSum RExp(const Exp& exp_of, const T* x, float* e, std::size_t n, b
   Walk<4>(
       d, n, backward,
       [&](std::size_t i) {
+        if (next.x != nullptr) next.Fetch(i, 4 * N);
         VF z0, z1, z2, z3;
         const VF e0 = exp_of(d, LoadF32(d, x + i), z0);
         const VF e1 = exp_of(d, LoadF32(d, x + i + N), z1);
@@ -227,8 +247,9 @@ ExpSum RSumExp(const T* x, std::size_t n, float m, const InverseTemperature& inv
 
 // Only softmax stores exps, and its d needs no exact d - 1.
 template <class T>
-ExpSum RStoreExp(const T* x, float* e, std::size_t n, float m, const InverseTemperature& inv) {
-  return WithExp<T>(m, inv, [&](const auto& exp_of) { return RExp<true, false>(exp_of, x, e, n, false); });
+ExpSum RStoreExp(const T* x, float* e, std::size_t n, float m, const InverseTemperature& inv,
+                 const NextRow<T>& next = {}) {
+  return WithExp<T>(m, inv, [&](const auto& exp_of) { return RExp<true, false>(exp_of, x, e, n, false, next); });
 }
 
 // y = f(x) over [0, n), x and y of storage types, one vector at a time.
@@ -360,8 +381,9 @@ std::size_t RowsInRegistersT(const T* x, std::ptrdiff_t x_row_stride, T* y, std:
 
 // Longer rows by the fused passes: the max, one pass that stores the exps (to y for
 // float rows, to `buffer` for 16-bit ones) and sums them, one that scales them. The
-// next row is prefetched while one is computed (rows up to kPrefetchRowBytes), so
-// that a batch streamed from memory overlaps its loads with the arithmetic.
+// store pass also fetches the next row (rows up to kPrefetchRowBytes, which leave room
+// in L2 for two rows and their outputs), so that a batch streamed from memory overlaps
+// its memory traffic with the arithmetic.
 inline constexpr std::size_t kPrefetchRowBytes = 64 * 1024;
 
 template <class T>
@@ -371,10 +393,6 @@ std::size_t RowsFusedPasses(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t 
   for (std::size_t r = 0; r < rows; ++r) {
     const T* xr = x + static_cast<std::ptrdiff_t>(r) * xs;
     T* yr = y + static_cast<std::ptrdiff_t>(r) * ys;
-    if (prefetch && r + 1 < rows) {
-      const auto* next = reinterpret_cast<const char*>(xr + xs);
-      for (std::size_t b = 0; b < n * sizeof(T); b += 64) __builtin_prefetch(next + b, 0, 2);
-    }
     const float m = RMax(xr, n);
     if (!std::isfinite(m)) return r;
     float* e = nullptr;
@@ -383,7 +401,9 @@ std::size_t RowsFusedPasses(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t 
     } else {
       e = buffer;
     }
-    const ExpSum sum = RStoreExp(xr, e, n, m, inv);
+    NextRow<T> next;
+    if (prefetch && r + 1 < rows) next = {xr + xs, yr + ys};
+    const ExpSum sum = RStoreExp(xr, e, n, m, inv, next);
     VScale(e, yr, n, static_cast<float>(1.0 / sum.below_max));
   }
   return rows;
