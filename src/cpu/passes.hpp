@@ -64,15 +64,18 @@ inline SumFor sum_for(Op op) { return op == Op::softmax ? SumFor::softmax : SumF
 
 // d += sum(exp((x - m) * inv_t)) over [begin, end), walking backward if asked.
 // Needs a finite m.
+// `ahead` (contiguous f32, f16, bf16 rows): the span the caller passes over next, to
+// fetch into cache meanwhile (simd::Ahead).
 template <class C, class T>
 void sum_exp_pass(const T* x, std::ptrdiff_t stride, std::int64_t begin, std::int64_t end, C m,
-                  C inv_t, PassOrder order, ExactSum& d, SumFor use = SumFor::log) {
+                  C inv_t, PassOrder order, ExactSum& d, SumFor use = SumFor::log,
+                  const simd::Ahead<T>& ahead = {}) {
   if constexpr (kSimdRows<T>) {
     // m is the max of the row's elements, so exact in float.
     if (stride == 1 && end > begin) {
       add_exp_sum(d, simd::f32_rsum_exp_minus_max(x + begin, static_cast<std::size_t>(end - begin),
                                                   static_cast<float>(m), static_cast<double>(inv_t),
-                                                  use == SumFor::log, order == PassOrder::reverse));
+                                                  use == SumFor::log, order == PassOrder::reverse, ahead));
       return;
     }
   }
@@ -111,7 +114,7 @@ struct Normalizer {
 // y = normalize(x) over [begin, end), forward or backward.
 template <class C, class T>
 void write_pass(const Row<T>& row, std::int64_t begin, std::int64_t end, const Normalizer<C>& f,
-                PassOrder order) {
+                PassOrder order, const simd::Ahead<T>& ahead = {}) {
   if constexpr (kSimdRows<T>) {
     if (row.x_stride == 1 && row.y_stride == 1 && end > begin) {
       const auto n = static_cast<std::size_t>(end - begin);
@@ -121,7 +124,7 @@ void write_pass(const Row<T>& row, std::int64_t begin, std::int64_t end, const N
                                         static_cast<double>(f.inv_t), static_cast<float>(f.log_d), backward);
       } else {
         simd::f32_softmax_normalize(row.x + begin, row.y + begin, n, static_cast<float>(f.m),
-                                    static_cast<double>(f.inv_t), static_cast<float>(f.scale), backward);
+                                    static_cast<double>(f.inv_t), static_cast<float>(f.scale), backward, ahead);
       }
       return;
     }

@@ -59,6 +59,15 @@ void split_row(const Row<T>& row, const RowParams& p) {
   auto end = [&](std::int64_t c) { return std::min(row.n, (c + 1) * chunk); };
   const bool store_exps = stores_exps(row, p);
 
+  // Chunk c's input and output, fetched into cache while the chunk before it is
+  // computed (contiguous rows): the memory works beside the arithmetic.
+  const bool contiguous = row.x_stride == 1 && row.y_stride == 1;
+  auto ahead = [&](std::int64_t c, bool with_y) {
+    simd::Ahead<T> a;
+    if (contiguous) a = {row.x + begin(c), with_y ? row.y + begin(c) : nullptr};
+    return a;
+  };
+
   std::vector<Stats<C>> partial(static_cast<std::size_t>(chunks));
   for_each_share(chunks, p.row_threads, [&](Share share, auto&& sync) {
     // Pass 1: each chunk's (max, sum).
@@ -66,15 +75,16 @@ void split_row(const Row<T>& row, const RowParams& p) {
       Stats<C>& s = partial[static_cast<std::size_t>(c)];
       s.m = max_pass(row.x, row.x_stride, begin(c), end(c), -std::numeric_limits<C>::infinity());
       if (!std::isfinite(s.m)) continue;
+      const simd::Ahead<T> next = c + 1 < share.end ? ahead(c + 1, store_exps) : simd::Ahead<T>{};
       if constexpr (std::is_same_v<T, float>) {
         if (store_exps) {
           const auto n = static_cast<std::size_t>(end(c) - begin(c));
           add_exp_sum(s.d, simd::f32_rstore_exp_minus_max(row.x + begin(c), row.y + begin(c), n,
-                                                          static_cast<float>(s.m), p.inv_t));
+                                                          static_cast<float>(s.m), p.inv_t, next));
           continue;
         }
       }
-      sum_exp_pass(row.x, row.x_stride, begin(c), end(c), s.m, inv_t, PassOrder::forward, s.d, sum_for(p.op));
+      sum_exp_pass(row.x, row.x_stride, begin(c), end(c), s.m, inv_t, PassOrder::forward, s.d, sum_for(p.op), next);
     }
     sync();
 
@@ -101,8 +111,10 @@ void split_row(const Row<T>& row, const RowParams& p) {
     const Row<T> mine{row.x + begin(share.begin) * row.x_stride, row.x_stride, row.y + begin(share.begin) * row.y_stride,
                       row.y_stride, end(share.end - 1) - begin(share.begin)};
     finish_row(mine, p, total, [&](const Normalizer<C>& f) {
-      for (std::int64_t k = 0; k < share.end - share.begin; ++k) {
-        const std::int64_t c = p.order == PassOrder::reverse ? share.end - 1 - k : share.begin + k;
+      const std::int64_t count = share.end - share.begin;
+      auto chunk_at = [&](std::int64_t k) { return p.order == PassOrder::reverse ? share.end - 1 - k : share.begin + k; };
+      for (std::int64_t k = 0; k < count; ++k) {
+        const std::int64_t c = chunk_at(k);
         if constexpr (std::is_same_v<T, float>) {
           if (store_exps) {
             // The row max is finite here, so every chunk max is finite or -inf.
@@ -120,7 +132,7 @@ void split_row(const Row<T>& row, const RowParams& p) {
             continue;
           }
         }
-        write_pass(row, begin(c), end(c), f, p.order);
+        write_pass(row, begin(c), end(c), f, p.order, k + 1 < count ? ahead(chunk_at(k + 1), true) : simd::Ahead<T>{});
       }
     });
   });

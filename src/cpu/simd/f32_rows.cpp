@@ -176,27 +176,24 @@ class SumLanes {
 // forward or backward, the terms at the max counted apart with kSplitAtMax (ExpSum).
 // With kStore (the fused variant's middle pass; forward only) each exp is also stored
 // to e.
-// The next row of a batch, fetched into cache while this one is computed (its x
-// for reading, its y for writing), a few lines per step of the pass: spread over the
-// pass, so that the requests never fill the core's miss buffers at once.
+// Fetches the part [i, i + count) of `ahead` into cache (x for reading, y for
+// writing): a few lines per step of a pass, so that the requests run beside the
+// arithmetic and never fill the core's miss buffers at once.
 template <class T>
-struct NextRow {
-  const T* x = nullptr;
-  T* y = nullptr;
-
-  HWY_INLINE void Fetch(std::size_t i, std::size_t count) const {
-    const auto* xb = reinterpret_cast<const char*>(x + i);
-    const auto* yb = reinterpret_cast<const char*>(y + i);
-    for (std::size_t b = 0; b < count * sizeof(T); b += 64) {
-      __builtin_prefetch(xb + b, 0, 3);
-      __builtin_prefetch(yb + b, 1, 3);
-    }
+HWY_INLINE void FetchAhead(const Ahead<T>& ahead, std::size_t i, std::size_t count) {
+  if (ahead.x != nullptr) {
+    const auto* p = reinterpret_cast<const char*>(ahead.x + i);
+    for (std::size_t b = 0; b < count * sizeof(T); b += 64) __builtin_prefetch(p + b, 0, 3);
   }
-};
+  if (ahead.y != nullptr) {
+    const auto* p = reinterpret_cast<const char*>(ahead.y + i);
+    for (std::size_t b = 0; b < count * sizeof(T); b += 64) __builtin_prefetch(p + b, 1, 3);
+  }
+}
 
 template <bool kStore, bool kSplitAtMax, class T, class Exp>
 HWY_INLINE ExpSum RExp(const Exp& exp_of, const T* x, float* e, std::size_t n, bool backward,
-                       const NextRow<T>& next = {}) {
+                       const Ahead<T>& ahead) {
   const DF d;
   const std::size_t N = hn::Lanes(d);
   const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
@@ -207,7 +204,7 @@ HWY_INLINE ExpSum RExp(const Exp& exp_of, const T* x, float* e, std::size_t n, b
   Walk<4>(
       d, n, backward,
       [&](std::size_t i) {
-        if (next.x != nullptr) next.Fetch(i, 4 * N);
+        FetchAhead(ahead, i, 4 * N);
         VF z0, z1, z2, z3;
         const VF e0 = exp_of(d, LoadF32(d, x + i), z0);
         const VF e1 = exp_of(d, LoadF32(d, x + i + N), z1);
@@ -238,25 +235,29 @@ HWY_INLINE ExpSum RExp(const Exp& exp_of, const T* x, float* e, std::size_t n, b
 }
 
 template <class T>
-ExpSum RSumExp(const T* x, std::size_t n, float m, const InverseTemperature& inv, bool count_at_max, bool backward) {
+ExpSum RSumExp(const T* x, std::size_t n, float m, const InverseTemperature& inv, bool count_at_max, bool backward,
+               const Ahead<T>& ahead) {
   return WithExp<T>(m, inv, [&](const auto& exp_of) {
-    return count_at_max ? RExp<false, true>(exp_of, x, nullptr, n, backward)
-                        : RExp<false, false>(exp_of, x, nullptr, n, backward);
+    return count_at_max ? RExp<false, true>(exp_of, x, nullptr, n, backward, ahead)
+                        : RExp<false, false>(exp_of, x, nullptr, n, backward, ahead);
   });
 }
 
 // Only softmax stores exps, and its d needs no exact d - 1.
 template <class T>
-ExpSum RStoreExp(const T* x, float* e, std::size_t n, float m, const InverseTemperature& inv,
-                 const NextRow<T>& next = {}) {
-  return WithExp<T>(m, inv, [&](const auto& exp_of) { return RExp<true, false>(exp_of, x, e, n, false, next); });
+ExpSum RStoreExp(const T* x, float* e, std::size_t n, float m, const InverseTemperature& inv, const Ahead<T>& ahead) {
+  return WithExp<T>(m, inv, [&](const auto& exp_of) { return RExp<true, false>(exp_of, x, e, n, false, ahead); });
 }
 
 // y = f(x) over [0, n), x and y of storage types, one vector at a time.
 template <class TX, class TY, class F>
-HWY_INLINE void Map(DF d, const TX* x, TY* y, std::size_t n, bool backward, F&& f) {
+HWY_INLINE void Map(DF d, const TX* x, TY* y, std::size_t n, bool backward, F&& f, const Ahead<TX>& ahead = {}) {
   Walk<1>(
-      d, n, backward, [&](std::size_t i) { StoreF32(d, f(LoadF32(d, x + i)), y + i); },
+      d, n, backward,
+      [&](std::size_t i) {
+        FetchAhead(ahead, i, hn::Lanes(d));
+        StoreF32(d, f(LoadF32(d, x + i)), y + i);
+      },
       [&](std::size_t i) { StoreF32(d, f(LoadF32(d, x + i)), y + i); },
       [&](std::size_t i, std::size_t count) {
         StoreTailF32(d, f(LoadTailF32(d, x + i, count, hn::Zero(d))), y + i, count);
@@ -272,14 +273,17 @@ void VScale(const float* e, T* y, std::size_t n, float scale) {
 
 template <class T>
 void SoftmaxNormalize(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv, float scale,
-                      bool backward) {
+                      bool backward, const Ahead<T>& ahead) {
   const DF d;
   const VF vscale = hn::Set(d, scale);
   WithExp<T>(m, inv, [&](const auto& exp_of) {
-    Map(d, x, y, n, backward, [&](VF v) {
-      VF z;
-      return hn::Mul(exp_of(d, v, z), vscale);
-    });
+    Map(
+        d, x, y, n, backward,
+        [&](VF v) {
+          VF z;
+          return hn::Mul(exp_of(d, v, z), vscale);
+        },
+        ahead);
   });
 }
 
@@ -401,7 +405,7 @@ std::size_t RowsFusedPasses(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t 
     } else {
       e = buffer;
     }
-    NextRow<T> next;
+    Ahead<T> next;
     if (prefetch && r + 1 < rows) next = {xr + xs, yr + ys};
     const ExpSum sum = RStoreExp(xr, e, n, m, inv, next);
     VScale(e, yr, n, static_cast<float>(1.0 / sum.below_max));
@@ -460,11 +464,12 @@ void Convert(const T* x, float* wide, T* y, std::size_t n) {
 #define SMAX_ROW_KERNELS(Suffix, T)                                                                              \
   float RMax##Suffix(const T* x, std::size_t n) { return RMax(x, n); }                                          \
   ExpSum RSumExp##Suffix(const T* x, std::size_t n, float m, const InverseTemperature& inv, bool count_at_max,  \
-                         bool back) {                                                                           \
-    return RSumExp(x, n, m, inv, count_at_max, back);                                                           \
+                         bool back, const Ahead<T>& ahead) {                                                    \
+    return RSumExp(x, n, m, inv, count_at_max, back, ahead);                                                    \
   }                                                                                                             \
-  ExpSum RStoreExp##Suffix(const T* x, float* e, std::size_t n, float m, const InverseTemperature& inv) {         \
-    return RStoreExp(x, e, n, m, inv);                                                                          \
+  ExpSum RStoreExp##Suffix(const T* x, float* e, std::size_t n, float m, const InverseTemperature& inv,          \
+                           const Ahead<T>& ahead) {                                                             \
+    return RStoreExp(x, e, n, m, inv, ahead);                                                                   \
   }                                                                                                             \
   void VScale##Suffix(const float* e, T* y, std::size_t n, float scale) { VScale(e, y, n, scale); }              \
   std::size_t SoftmaxRows##Suffix(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows,     \
@@ -472,8 +477,8 @@ void Convert(const T* x, float* wide, T* y, std::size_t n) {
     return SoftmaxRows(x, xs, y, ys, rows, n, inv, buffer);                                                     \
   }                                                                                                             \
   void SoftmaxNormalize##Suffix(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv, float scale, \
-                                bool back) {                                                                    \
-    SoftmaxNormalize(x, y, n, m, inv, scale, back);                                                             \
+                                bool back, const Ahead<T>& ahead) {                                             \
+    SoftmaxNormalize(x, y, n, m, inv, scale, back, ahead);                                                      \
   }                                                                                                             \
   void LogSoftmaxNormalize##Suffix(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv,           \
                                    float log_d, bool back) {                                                    \
@@ -509,18 +514,21 @@ namespace smax::cpu::simd {
   HWY_EXPORT(LogSoftmaxNormalize##Suffix);                                                                        \
   float f32_rmax(const T* x, std::size_t n) { return HWY_DYNAMIC_DISPATCH(RMax##Suffix)(x, n); }                  \
   ExpSum f32_rsum_exp_minus_max(const T* x, std::size_t n, float m, double inv_t, bool count_at_max,             \
-                                bool backward) {                                                                  \
-    return HWY_DYNAMIC_DISPATCH(RSumExp##Suffix)(x, n, m, InverseTemperature::of(inv_t), count_at_max, backward); \
+                                bool backward, const Ahead<T>& ahead) {                                           \
+    return HWY_DYNAMIC_DISPATCH(RSumExp##Suffix)(x, n, m, InverseTemperature::of(inv_t), count_at_max, backward,  \
+                                                 ahead);                                                          \
   }                                                                                                               \
-  ExpSum f32_rstore_exp_minus_max(const T* x, float* e, std::size_t n, float m, double inv_t) {                   \
-    return HWY_DYNAMIC_DISPATCH(RStoreExp##Suffix)(x, e, n, m, InverseTemperature::of(inv_t));                    \
+  ExpSum f32_rstore_exp_minus_max(const T* x, float* e, std::size_t n, float m, double inv_t,                     \
+                                  const Ahead<T>& ahead) {                                                        \
+    return HWY_DYNAMIC_DISPATCH(RStoreExp##Suffix)(x, e, n, m, InverseTemperature::of(inv_t), ahead);             \
   }                                                                                                               \
   void f32_vscale(const float* e, T* y, std::size_t n, float scale) {                                             \
     HWY_DYNAMIC_DISPATCH(VScale##Suffix)(e, y, n, scale);                                                         \
   }                                                                                                               \
-  void f32_softmax_normalize(const T* x, T* y, std::size_t n, float m, double inv_t, float scale, bool backward) { \
+  void f32_softmax_normalize(const T* x, T* y, std::size_t n, float m, double inv_t, float scale, bool backward,   \
+                             const Ahead<T>& ahead) {                                                             \
     HWY_DYNAMIC_DISPATCH(SoftmaxNormalize##Suffix)                                                                \
-    (x, y, n, m, InverseTemperature::of(inv_t), scale, backward);                                                 \
+    (x, y, n, m, InverseTemperature::of(inv_t), scale, backward, ahead);                                          \
   }                                                                                                               \
   void f32_log_softmax_normalize(const T* x, T* y, std::size_t n, float m, double inv_t, float log_d,             \
                                  bool backward) {                                                                 \

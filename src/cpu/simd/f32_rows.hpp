@@ -29,6 +29,16 @@ struct ExpSum {
   double below_max = 0;
 };
 
+// Memory a pass fetches into cache while it computes, spread over its steps: the
+// span of the same length that the caller will pass over next (the next chunk or
+// row; x to read, y to write; either may be null). Prefetches never fault, so the
+// span may run past the end of an allocation.
+template <class T>
+struct Ahead {
+  const T* x = nullptr;
+  T* y = nullptr;
+};
+
 // max(x[0..n)), NaN if any element is NaN; -inf for n == 0.
 float f32_rmax(const float* x, std::size_t n);
 float f32_rmax(const half* x, std::size_t n);
@@ -39,17 +49,21 @@ float f32_rmax(const bfloat16* x, std::size_t n);
 // at_max (for log_softmax and logsumexp); otherwise everything is in below_max.
 // `backward` walks from the end to the start.
 ExpSum f32_rsum_exp_minus_max(const float* x, std::size_t n, float m, double inv_t, bool count_at_max,
-                              bool backward);
-ExpSum f32_rsum_exp_minus_max(const half* x, std::size_t n, float m, double inv_t, bool count_at_max, bool backward);
+                              bool backward, const Ahead<float>& ahead = {});
+ExpSum f32_rsum_exp_minus_max(const half* x, std::size_t n, float m, double inv_t, bool count_at_max, bool backward,
+                              const Ahead<half>& ahead = {});
 ExpSum f32_rsum_exp_minus_max(const bfloat16* x, std::size_t n, float m, double inv_t, bool count_at_max,
-                              bool backward);
+                              bool backward, const Ahead<bfloat16>& ahead = {});
 
 // The fused variant's middle pass: e[i] = exp((x[i] - m) * inv_t), and their sum
 // (all of it in below_max: softmax needs no exact d - 1). e may be x itself for
 // float rows.
-ExpSum f32_rstore_exp_minus_max(const float* x, float* e, std::size_t n, float m, double inv_t);
-ExpSum f32_rstore_exp_minus_max(const half* x, float* e, std::size_t n, float m, double inv_t);
-ExpSum f32_rstore_exp_minus_max(const bfloat16* x, float* e, std::size_t n, float m, double inv_t);
+ExpSum f32_rstore_exp_minus_max(const float* x, float* e, std::size_t n, float m, double inv_t,
+                                const Ahead<float>& ahead = {});
+ExpSum f32_rstore_exp_minus_max(const half* x, float* e, std::size_t n, float m, double inv_t,
+                                const Ahead<half>& ahead = {});
+ExpSum f32_rstore_exp_minus_max(const bfloat16* x, float* e, std::size_t n, float m, double inv_t,
+                                const Ahead<bfloat16>& ahead = {});
 
 // The whole softmax of contiguous rows [0, rows) at the given row strides (elements),
 // in one call: rows of up to 16 vectors (256 floats with AVX-512, 128 with AVX2) are
@@ -73,10 +87,11 @@ void f32_vscale(const float* e, bfloat16* y, std::size_t n, float scale);
 
 // y[i] = exp((x[i] - m) * inv_t) * scale. y may be x itself.
 void f32_softmax_normalize(const float* x, float* y, std::size_t n, float m, double inv_t, float scale,
-                           bool backward);
-void f32_softmax_normalize(const half* x, half* y, std::size_t n, float m, double inv_t, float scale, bool backward);
+                           bool backward, const Ahead<float>& ahead = {});
+void f32_softmax_normalize(const half* x, half* y, std::size_t n, float m, double inv_t, float scale, bool backward,
+                           const Ahead<half>& ahead = {});
 void f32_softmax_normalize(const bfloat16* x, bfloat16* y, std::size_t n, float m, double inv_t, float scale,
-                           bool backward);
+                           bool backward, const Ahead<bfloat16>& ahead = {});
 
 // y[i] = (x[i] - m) * inv_t - log_d. y may be x itself.
 void f32_log_softmax_normalize(const float* x, float* y, std::size_t n, float m, double inv_t, float log_d,
