@@ -61,6 +61,20 @@ TEST_P(SimdRows, RandomRowsAtEveryLengthMeetTheBar) {
   }
 }
 
+TEST_P(SimdRows, OutputsBelowTheNormalRangeMeetTheBar) {
+  // One element at the max, the others 85 to 104 below it: outputs below FLT_MIN,
+  // which bf16 keeps as subnormals (the fused rows build those exps 2^64 too large).
+  std::uniform_real_distribution<double> below(-104.0, -85.0);
+  for (std::int64_t n : {17, 300, 1000, 4097}) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    TestTensor x(GetParam(), {2, n});
+    for (std::int64_t i = 0; i < 2 * n; ++i) x.set_at(i, 7.0 + below(rng()));
+    x.set_at(n / 3, 7.0);
+    x.set_at(n + n - 1, 7.0);
+    check_everywhere(x, 1.0);
+  }
+}
+
 TEST_P(SimdRows, NonFiniteRowsKeepTheirSemantics) {
   const double inf = std::numeric_limits<double>::infinity();
   const double nan = std::numeric_limits<double>::quiet_NaN();

@@ -105,10 +105,18 @@ struct MaxSplitLanes {
       : m(m_lanes), shift_minus_k(shift_minus_k_lanes), delta(delta_lanes) {}
 };
 
-// s = x - m (rounded: 0 exactly at the max) and exp(x - m), 0 where s < kExpCutoff.
-// kGradual keeps float's subnormal results instead (for bf16 outputs, whose
-// subnormals are float's; exp-inl.h's ExpGradual does the same), down to exp(-104).
-template <bool kGradual = false, class D, class V = hn::Vec<D>>
+// What ExpMinusMax does below float's normal range.
+enum class ExpRange {
+  flush,     // 0 below FLT_MIN (s < kExpCutoff)
+  gradual,   // float's subnormals kept, down to exp(-104) (bf16 outputs: their subnormals are float's)
+  times_2_64  // exp(x - m) * 2^64, never subnormal; 0 below exp(-104) * 2^64. For softmax,
+              // whose scaling by 1 / sum of these removes the 2^64: bf16 keeps its
+              // subnormal outputs without the gradual steps
+};
+
+// s = x - m (rounded: 0 exactly at the max) and exp(x - m), below the normal range as
+// kRange says.
+template <ExpRange kRange = ExpRange::flush, class D, class V = hn::Vec<D>>
 HWY_INLINE V ExpMinusMax(D d, const MaxSplitLanes<D>& c, V x, V& s) {
   const hn::RebindToUnsigned<D> du;
   s = hn::Sub(x, c.m);
@@ -117,10 +125,14 @@ HWY_INLINE V ExpMinusMax(D d, const MaxSplitLanes<D>& c, V x, V& s) {
   V r = hn::NegMulAdd(n_plus_k, hn::Set(d, kRowLn2Hi), x);
   r = hn::NegMulAdd(n_plus_k, hn::Set(d, kRowLn2Lo), r);
   const V q = ExpM1Poly(d, hn::Sub(r, c.delta));
-  // 2^n from t's low bits (exp-inl.h); lanes with n < -126 wrap, and are zeroed.
-  if constexpr (!kGradual) {
+  // 2^n from t's low bits (exp-inl.h); lanes where n + bias leaves the exponent field
+  // wrap, and are zeroed.
+  if constexpr (kRange == ExpRange::flush) {
     const V scale = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(hn::BitCast(du, t), hn::Set(du, 127u))));
     return hn::IfThenZeroElse(hn::Lt(s, hn::Set(d, kExpCutoff)), hn::MulAdd(q, scale, scale));
+  } else if constexpr (kRange == ExpRange::times_2_64) {
+    const V scale = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(hn::BitCast(du, t), hn::Set(du, 127u + 64u))));
+    return hn::IfThenZeroElse(hn::Lt(s, hn::Set(d, -104.0f)), hn::MulAdd(q, scale, scale));
   } else {
     // Below the normal range, built 2^64 times too large and scaled down by one final
     // multiply, the only operation that sees a subnormal.

@@ -310,7 +310,8 @@ void SumPass(D d, Strided<const T> x, Strided<L> terms, std::size_t width, std::
           const MaxSplitLanes<DF> split = MaxSplitLanes<DF>::Of(d, hn::Neg(neg_m));
           rows([&](VF v) {
             VF unused;
-            return ExpMinusMax<std::is_same_v<T, bfloat16>>(d, split, v, unused);  // bf16: see Exp
+            constexpr ExpRange kRange = std::is_same_v<T, bfloat16> ? ExpRange::gradual : ExpRange::flush;  // see Exp
+            return ExpMinusMax<kRange>(d, split, v, unused);
           });
           sums.Store(s, j);
           return;

@@ -70,21 +70,24 @@ struct ExactArgumentExp {
 
 // FoldedMaxExp: x - m folded into the exp's range reduction (exp_minus_max-inl.h),
 // 6 operations a vector fewer. T == 1, MaxSplit::fits(m), and targets with FMA: the
-// reduction's (n + k) * ln2_lo must not round, and n + k can be large.
-template <class T>
+// reduction's (n + k) * ln2_lo must not round, and n + k can be large (FoldsMax).
+// kRange: bf16 keeps float's subnormals (see ExpFor).
+template <class T, ExpRange kRange = std::is_same_v<T, bfloat16> ? ExpRange::gradual : ExpRange::flush>
 struct FoldedMaxExp {
   MaxSplitLanes<DF> c;
   FoldedMaxExp(DF d, float m) : c(d, MaxSplit::of(m)) {}
-  HWY_INLINE VF operator()(DF d, VF x, VF& z) const {
-    return ExpMinusMax</*kGradual=*/std::is_same_v<T, bfloat16>>(d, c, x, z);  // bf16: see ExpFor
-  }
+  HWY_INLINE VF operator()(DF d, VF x, VF& z) const { return ExpMinusMax<kRange>(d, c, x, z); }
 };
+
+HWY_INLINE bool FoldsMax(float m, const InverseTemperature& inv) {
+  return HWY_NATIVE_FMA && inv.unit && MaxSplit::fits(m);
+}
 
 // Calls f with the exp functor for a row with finite max m.
 template <class T, class F>
 HWY_INLINE auto WithExp(float m, const InverseTemperature& inv, F&& f) {
   const DF d;
-  if (HWY_NATIVE_FMA && inv.unit && MaxSplit::fits(m)) return f(FoldedMaxExp<T>(d, m));
+  if (FoldsMax(m, inv)) return f(FoldedMaxExp<T>(d, m));
   if (inv.unit) return f(ExactArgumentExp<T, true>(d, m, inv));
   return f(ExactArgumentExp<T, false>(d, m, inv));
 }
@@ -264,6 +267,19 @@ HWY_INLINE void Map(DF d, const TX* x, TY* y, std::size_t n, bool backward, F&& 
       });
 }
 
+// VScale for a softmax's exps (never NaN: StoreF32NotNaN).
+template <class T>
+void VScaleExps(const float* e, T* y, std::size_t n, float scale) {
+  const DF d;
+  const VF vscale = hn::Set(d, scale);
+  Walk<1>(
+      d, n, false, [&](std::size_t i) { StoreF32NotNaN(d, hn::Mul(hn::LoadU(d, e + i), vscale), y + i); },
+      [&](std::size_t i) { StoreF32NotNaN(d, hn::Mul(hn::LoadU(d, e + i), vscale), y + i); },
+      [&](std::size_t i, std::size_t count) {
+        StoreTailF32(d, hn::Mul(LoadTail(d, e + i, count, hn::Zero(d)), vscale), y + i, count);
+      });
+}
+
 template <class T>
 void VScale(const float* e, T* y, std::size_t n, float scale) {
   const DF d;
@@ -407,8 +423,17 @@ std::size_t RowsFusedPasses(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t 
     }
     Ahead<T> next;
     if (prefetch && r + 1 < rows) next = {xr + xs, yr + ys};
+    if constexpr (std::is_same_v<T, bfloat16>) {
+      // bf16's subnormal outputs without the gradual exp: exps 2^64 times too large
+      // (never subnormal), which their sum's reciprocal scales back in one multiply.
+      if (FoldsMax(m, inv)) {
+        const ExpSum sum = RExp<true, false>(FoldedMaxExp<T, ExpRange::times_2_64>(DF(), m), xr, e, n, false, next);
+        VScaleExps(e, yr, n, static_cast<float>(1.0 / sum.below_max));
+        continue;
+      }
+    }
     const ExpSum sum = RStoreExp(xr, e, n, m, inv, next);
-    VScale(e, yr, n, static_cast<float>(1.0 / sum.below_max));
+    VScaleExps(e, yr, n, static_cast<float>(1.0 / sum.below_max));
   }
   return rows;
 }
