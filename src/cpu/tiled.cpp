@@ -19,16 +19,31 @@ void tiled_row(const Row<T>& row, const RowParams& p) {
   Stats<C> s;
   for (std::int64_t b = 0; b < blocks; ++b) s.m = max_pass(row.x, row.x_stride, begin(b), end(b), s.m);
   // Pass 2: the sum, from the last block back to the first when reversed, so that it
-  // starts where pass 1 stopped and ends where pass 3 starts.
+  // starts where pass 1 stopped and ends where pass 3 starts. Each block is read
+  // forward (the hardware prefetches ascending addresses best), and fetches the block
+  // read next into cache meanwhile (contiguous rows; a descending walk over blocks is
+  // what the hardware does not prefetch).
+  const bool contiguous = row.x_stride == 1 && row.y_stride == 1;
+  auto block_at = [&](std::int64_t k) { return p.order == PassOrder::reverse ? blocks - 1 - k : k; };
+  auto ahead = [&](std::int64_t k, bool with_y) {
+    simd::Ahead<T> a;
+    if (contiguous && k < blocks) a = {row.x + begin(block_at(k)), with_y ? row.y + begin(block_at(k)) : nullptr};
+    return a;
+  };
   if (std::isfinite(s.m)) {
     for (std::int64_t k = 0; k < blocks; ++k) {
-      const std::int64_t b = p.order == PassOrder::reverse ? blocks - 1 - k : k;
-      sum_exp_pass(row.x, row.x_stride, begin(b), end(b), s.m, inv_t, p.order, s.d, sum_for(p.op));
+      const std::int64_t b = block_at(k);
+      sum_exp_pass(row.x, row.x_stride, begin(b), end(b), s.m, inv_t, PassOrder::forward, s.d, sum_for(p.op),
+                   ahead(k + 1, false));
     }
   }
   // Pass 3, forward: normalise.
   finish_row(row, p, s, [&](const Normalizer<C>& f) {
-    for (std::int64_t b = 0; b < blocks; ++b) write_pass(row, begin(b), end(b), f, PassOrder::forward);
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      simd::Ahead<T> next;
+      if (contiguous && b + 1 < blocks) next = {row.x + begin(b + 1), row.y + begin(b + 1)};
+      write_pass(row, begin(b), end(b), f, PassOrder::forward, next);
+    }
   });
 }
 
