@@ -94,9 +94,14 @@ def test_logsumexp_keepdims_matches_torch():
 
 
 def test_views_without_copies():
+    # A view is read in place; its contiguous copy may take other kernels (rows for a
+    # unit-stride axis, column panels otherwise), which may differ in the last bit
+    # (docs/SEMANTICS.md): both must meet the bar.
     base = torch.randn(32, 48)
     for view in (base.t(), base[::2, 1::3], base[:1].expand(32, 48), base.unsqueeze(1).expand(32, 5, 48)):
-        assert torch.equal(smax.softmax(view, 0), smax.softmax(view.contiguous(), 0))
+        expected = reference("softmax", view.numpy(), 0)
+        assert_meets_bar("softmax", smax.softmax(view, 0).numpy(), expected, "view")
+        assert_meets_bar("softmax", smax.softmax(view.contiguous(), 0).numpy(), expected, "contiguous copy")
         torch.testing.assert_close(smax.softmax(view, 0), torch.softmax(view, 0))
 
 
