@@ -175,10 +175,6 @@ class SumLanes {
   hn::Vec<DI> count_;
 };
 
-// The sum of exp((x - m) / T) over [0, n) with the functor `exp_of` (WithExp),
-// forward or backward, the terms at the max counted apart with kSplitAtMax (ExpSum).
-// With kStore (the fused variant's middle pass; forward only) each exp is also stored
-// to e.
 // Fetches the part [i, i + count) of `ahead` into cache (x for reading, y for
 // writing): a few lines per step of a pass, so that the requests run beside the
 // arithmetic and never fill the core's miss buffers at once.
@@ -194,6 +190,10 @@ HWY_INLINE void FetchAhead(const Ahead<T>& ahead, std::size_t i, std::size_t cou
   }
 }
 
+// The sum of exp((x - m) / T) over [0, n) with the functor `exp_of` (WithExp),
+// forward or backward, the terms at the max counted apart with kSplitAtMax (ExpSum).
+// With kStore (the fused variant's middle pass; forward only) each exp is also stored
+// to e. `ahead` is fetched meanwhile.
 template <bool kStore, bool kSplitAtMax, class T, class Exp>
 HWY_INLINE ExpSum RExp(const Exp& exp_of, const T* x, float* e, std::size_t n, bool backward,
                        const Ahead<T>& ahead) {
