@@ -574,7 +574,7 @@ BlockExpSum StoreExps(const T* x, float* e, std::size_t n, float block_max) {
     const VF vx = LoadFloats(df, x + i, count, neg_inf);
     VF z, z_lo;
     cs::ScaledDifference<true, true>(df, unit_t, vx, neg_m, z, z_lo);
-    const VF ex = cs::ExpFlush(df, z, z_lo);
+    const VF ex = cs::ExpGradual(df, z, z_lo);  // subnormal terms kept: a confident row's loss is their sum
     if (count == N) hn::StoreU(ex, df, e + i);
     else cs::StoreTail(df, ex, e + i, count);
     const auto is_max = hn::Eq(vx, vm);
@@ -616,8 +616,9 @@ double CrossEntropyBlockFromExpsT(const T* x, const float* e, T* grad, const T* 
     const auto load_x = [&]() SMAX_INLINE_LAMBDA { return LoadFloats(df, x + i, count, vm); };
     if (want_offsets) AddOffsets(m_wide, load_x(), vw, acc0, acc1);
     VF g;
-    // An exp of 0 is exact only for x = -inf; otherwise it was flushed.
-    const auto flushed = hn::Eq(ve, zero);
+    // An exp below FLT_MIN lost bits (a subnormal) or all of them (0, exact only for
+    // x = -inf): such lanes are computed in double.
+    const auto flushed = hn::Lt(ve, hn::Set(df, std::numeric_limits<float>::min()));
     if (HWY_UNLIKELY(factors.all_in_double || !hn::AllFalse(df, flushed))) {
       const VF vx = load_x();
       if (factors.all_in_double || !hn::AllFalse(df, hn::And(flushed, hn::Gt(vx, neg_inf)))) {
