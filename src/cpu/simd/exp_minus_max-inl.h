@@ -45,6 +45,10 @@ struct MaxSplit {
   float m = 0;
   float k = 0;      // an integer, |k| < 2^15
   float delta = 0;  // rounded from the exact double difference, |delta| <= 0.35
+  // The exps come out exp(delta_exact - delta) times too large below the max (at the
+  // max they are exactly 1): a factor within 2^-26 of 1, common to the row, which a
+  // sum of the terms below the max takes back by multiplying with this.
+  double below_max_correction = 1;
 
   // Whether a row with this (finite) max can take exp_minus_max-inl.h's exp.
   static bool fits(float m) { return std::abs(m) <= 16384.0f; }
@@ -55,7 +59,9 @@ struct MaxSplit {
     s.k = std::nearbyint(static_cast<float>(static_cast<double>(m) * 1.4426950408889634));
     // k * (hi + lo) has at most 15 + 33 bits, and m lies within ln2 of it: exact.
     const double c = static_cast<double>(s.k) * (static_cast<double>(kRowLn2Hi) + static_cast<double>(kRowLn2Lo));
-    s.delta = static_cast<float>(static_cast<double>(m) - c);
+    const double delta = static_cast<double>(m) - c;
+    s.delta = static_cast<float>(delta);
+    s.below_max_correction = std::exp(static_cast<double>(s.delta) - delta);
     return s;
   }
 };

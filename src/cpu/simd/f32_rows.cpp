@@ -60,6 +60,7 @@ HWY_INLINE VF ExpFor(DF d, VF z, VF z_lo) {
 template <class T, bool kUnitT>
 struct ExactArgumentExp {
   ArgConsts c;
+  double below_max_correction = 1;  // see FoldedMaxExp
   ExactArgumentExp(DF d, float m, const InverseTemperature& inv) : c(d, m, inv) {}
   HWY_INLINE VF operator()(DF d, VF x, VF& z) const {
     VF z_lo;
@@ -75,7 +76,11 @@ struct ExactArgumentExp {
 template <class T, ExpRange kRange = std::is_same_v<T, bfloat16> ? ExpRange::gradual : ExpRange::flush>
 struct FoldedMaxExp {
   MaxSplitLanes<DF> c;
-  FoldedMaxExp(DF d, float m) : c(d, MaxSplit::of(m)) {}
+  // Multiplies a sum of the terms below the max (MaxSplit): the log ops' d - 1 and
+  // cross-entropy's gradient p - a cancel, so a bias common to the row must not stay.
+  double below_max_correction;
+  FoldedMaxExp(DF d, float m) : FoldedMaxExp(d, MaxSplit::of(m)) {}
+  FoldedMaxExp(DF d, const MaxSplit& split) : c(d, split), below_max_correction(split.below_max_correction) {}
   HWY_INLINE VF operator()(DF d, VF x, VF& z) const { return ExpMinusMax<kRange>(d, c, x, z); }
 };
 
@@ -241,8 +246,10 @@ template <class T>
 ExpSum RSumExp(const T* x, std::size_t n, float m, const InverseTemperature& inv, bool count_at_max, bool backward,
                const Ahead<T>& ahead) {
   return WithExp<T>(m, inv, [&](const auto& exp_of) {
-    return count_at_max ? RExp<false, true>(exp_of, x, nullptr, n, backward, ahead)
-                        : RExp<false, false>(exp_of, x, nullptr, n, backward, ahead);
+    ExpSum sum = count_at_max ? RExp<false, true>(exp_of, x, nullptr, n, backward, ahead)
+                              : RExp<false, false>(exp_of, x, nullptr, n, backward, ahead);
+    if (count_at_max) sum.below_max *= exp_of.below_max_correction;  // softmax scales its exps with it as they are
+    return sum;
   });
 }
 
