@@ -262,16 +262,29 @@ void check_targets(const Checker& check, const IndexView& target, Request& r) {
 
 // The (max, sum) of a row of logits in one read: blocks small enough to stay in L1
 // each get their max and exp-sum from the shared passes (vectorised for contiguous
-// f32), merged into the running pair.
+// f32, f16 and bf16: float exps), merged into the running pair. With `wide` (a
+// scratch buffer) it sums double exps instead, each block widened to double first:
+// for 16-bit rows whose gradient is computed in double where S * p_c and a_c may
+// cancel, since d's error reaches the gradient at the size of the terms.
 template <class T>
-Stats<double> logit_stats(const T* x, std::ptrdiff_t stride, std::int64_t n) {
+Stats<double> logit_stats(const T* x, std::ptrdiff_t stride, std::int64_t n, std::vector<double>* wide) {
   constexpr std::int64_t kBlock = 2048;
   Stats<double> running;
+  if (wide != nullptr) wide->resize(static_cast<std::size_t>(kBlock));
   for (std::int64_t begin = 0; begin < n; begin += kBlock) {
     const std::int64_t end = std::min(n, begin + kBlock);
     Stats<double> block;
-    block.m = cpu::max_pass<double>(x, stride, begin, end, -kInf);
-    if (std::isfinite(block.m)) cpu::sum_exp_pass<double>(x, stride, begin, end, block.m, 1.0, PassOrder::forward, block.d);
+    if (wide != nullptr) {
+      double* w = wide->data();
+      for (std::int64_t i = begin; i < end; ++i) w[i - begin] = cpu::Element<T>::template load<double>(x[i * stride]);
+      block.m = cpu::max_pass<double>(w, 1, 0, end - begin, -kInf);
+      if (std::isfinite(block.m)) cpu::sum_exp_pass<double>(w, 1, 0, end - begin, block.m, 1.0, PassOrder::forward, block.d);
+    } else {
+      block.m = cpu::max_pass<double>(x, stride, begin, end, -kInf);
+      if (std::isfinite(block.m)) {
+        cpu::sum_exp_pass<double>(x, stride, begin, end, block.m, 1.0, PassOrder::forward, block.d);
+      }
+    }
     running = detail::merge(running, block, 1.0);
   }
   return running;
@@ -288,6 +301,7 @@ struct Sample {
 struct Scratch {
   std::vector<float> exps;
   std::vector<float> block_max;
+  std::vector<double> wide;  // a block of 16-bit logits widened (logit_stats)
 };
 
 template <class T>
@@ -300,7 +314,8 @@ class RowKernel {
         log_prob_(reinterpret_cast<T*>(r.log_prob)),
         weight_sum_(class_weight_sum),
         grad_scale_(r.reduction == Reduction::mean ? 1.0 / r.weight_total : 1.0),
-        stored_exps_(uses_stored_exps()) {}
+        stored_exps_(uses_stored_exps()),
+        double_exps_(cancels_in_double()) {}
 
   bool prefetches_next_row() const { return stored_exps_; }
 
@@ -317,7 +332,7 @@ class RowKernel {
     if constexpr (kSimd) {
       if (!ignored && n > 0 && stored_exps_) return run_with_stored_exps(s, t, scratch);
     }
-    const Stats<double> stats = logit_stats(x_ + s.logits, xs, n);
+    const Stats<double> stats = logit_stats(x_ + s.logits, xs, n, double_exps_ ? &scratch.wide : nullptr);
     const bool finite = std::isfinite(stats.m);
     const double m = stats.m;
     const double log_d = finite ? std::log1p(stats.d.minus_one()) : kNaN;
@@ -442,6 +457,15 @@ class RowKernel {
     offsets.add(target_weight * keep * (m - x_t));
     if (spread != 0) offsets.add(spread * spread_offsets);
     return terms.sum_a * log_d + offsets.hi();
+  }
+
+  // Whether a 16-bit row's gradient is computed in double where S * p_c and a_c may
+  // cancel (label smoothing, probability targets: vectorised() sends these to the
+  // scalar loop), so that d must be as exact as that: its bar is double's precision
+  // times the terms (docs/SEMANTICS.md).
+  bool cancels_in_double() const {
+    constexpr bool kSixteenBit = std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
+    return kSixteenBit && grad_ != nullptr && (r_.smoothing != 0 || !r_.index_targets);
   }
 
   // Whether rows compute each exp once (training/simd/gradient_rows.hpp): the first
@@ -592,6 +616,7 @@ class RowKernel {
   double weight_sum_;  // sum of every class's weight (C without weights)
   double grad_scale_;
   bool stored_exps_;   // run_with_stored_exps takes every row it can
+  bool double_exps_;   // logit_stats sums double exps (cancels_in_double)
 };
 
 template <class T>
