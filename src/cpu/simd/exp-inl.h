@@ -87,6 +87,18 @@ HWY_INLINE V ExpFlush(D d, V z, V z_lo) {
   return hn::IfThenZeroElse(hn::Lt(z, hn::Set(d, kExpCutoff)), y);
 }
 
+// (1 + q) * 2^n (t_bits from ScaleOf), keeping float's subnormals: where
+// `below_normal`, built 2^64 times too large and scaled down by one final multiply, the
+// only operation that sees a subnormal; 0 where `zeroed`.
+template <class D, class V = hn::Vec<D>, class M = hn::Mask<D>>
+HWY_INLINE V ScaleGradual(D d, V q, hn::Vec<hn::RebindToUnsigned<D>> t_bits, M below_normal, M zeroed) {
+  const hn::RebindToUnsigned<D> du;
+  const auto bias = hn::IfThenElse(hn::RebindMask(du, below_normal), hn::Set(du, 127u + 64u), hn::Set(du, 127u));
+  const V scale = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(t_bits, bias)));  // 2^n, or 2^(n + 64)
+  const V y = hn::IfThenZeroElse(zeroed, hn::MulAdd(q, scale, scale));
+  return hn::IfThenElse(below_normal, hn::Mul(y, hn::Set(d, 0x1p-64f)), y);
+}
+
 // exp(z + z_lo) like ExpFlush, but results down to the smallest subnormal float are
 // kept (for bf16 outputs, whose subnormals are float's): below the normal range the
 // result is built 2^64 times too large and scaled down by one final multiply, the
@@ -99,11 +111,8 @@ HWY_INLINE V ExpGradual(D d, V z, V z_lo) {
   hn::Vec<decltype(du)> t_bits;
   ScaleOf(d, zc, n, t_bits);
   const V q = ExpM1Reduced(d, zc, z_lo, n);
-  const auto below_normal = hn::Lt(n, hn::Set(d, -125.0f));  // (1 + q) * 2^n may be subnormal
-  const auto bias = hn::IfThenElse(hn::RebindMask(du, below_normal), hn::Set(du, 127u + 64u), hn::Set(du, 127u));
-  const V scale = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(t_bits, bias)));  // 2^n, or 2^(n + 64)
-  const V y = hn::IfThenZeroElse(hn::Lt(z, hn::Set(d, -104.0f)), hn::MulAdd(q, scale, scale));
-  return hn::IfThenElse(below_normal, hn::Mul(y, hn::Set(d, 0x1p-64f)), y);
+  // (1 + q) * 2^n may be subnormal below n = -125.
+  return ScaleGradual(d, q, t_bits, hn::Lt(n, hn::Set(d, -125.0f)), hn::Lt(z, hn::Set(d, -104.0f)));
 }
 
 }  // namespace smax::cpu::simd::HWY_NAMESPACE

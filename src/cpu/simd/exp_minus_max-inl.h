@@ -140,13 +140,8 @@ HWY_INLINE V ExpMinusMax(D d, const MaxSplitLanes<D>& c, V x, V& s) {
     const V scale = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(hn::BitCast(du, t), hn::Set(du, 127u + 64u))));
     return hn::IfThenZeroElse(hn::Lt(s, hn::Set(d, -104.0f)), hn::MulAdd(q, scale, scale));
   } else {
-    // Below the normal range, built 2^64 times too large and scaled down by one final
-    // multiply, the only operation that sees a subnormal.
     const auto below_normal = hn::Lt(t, hn::Set(d, kRoundingShift - 125.0f));  // n < -125
-    const auto bias = hn::IfThenElse(hn::RebindMask(du, below_normal), hn::Set(du, 127u + 64u), hn::Set(du, 127u));
-    const V scale = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(hn::BitCast(du, t), bias)));
-    const V y = hn::IfThenZeroElse(hn::Lt(s, hn::Set(d, -104.0f)), hn::MulAdd(q, scale, scale));
-    return hn::IfThenElse(below_normal, hn::Mul(y, hn::Set(d, 0x1p-64f)), y);
+    return ScaleGradual(d, q, hn::BitCast(du, t), below_normal, hn::Lt(s, hn::Set(d, -104.0f)));
   }
 }
 
