@@ -42,7 +42,8 @@ struct PlanInfo {
   std::int64_t chunk_length = 0;  // long rows: elements per chunk of a split row; 0 if rows are not split
   std::int64_t panel_width = 0;   // a non-last axis: columns per panel (one softmax per vector lane); 0 for rows
   int threads = 1;                // threads the call will use
-  std::string reason;             // one line: why this variant and this thread count
+  Stores stores = Stores::cached; // how the output is written: cached or streaming, never automatic
+  std::string reason;             // one line: why this variant, this thread count and these stores
 };
 
 // Validates the request like the operation would (throws smax::Error).

@@ -27,6 +27,17 @@ enum class AllMasked : std::uint8_t {
   zero,  // softmax 0 and log_softmax -inf, as attention code wants
 };
 
+// How softmax writes its output. Streaming (non-temporal) stores go around the cache:
+// no read for ownership of each line, so a memory-bound call moves a third fewer
+// bytes, but the output is then not in cache for whatever reads it next. Only f32
+// softmax outputs stream (the other dtypes and ops, and naive, always store through
+// the cache).
+enum class Stores : std::uint8_t {
+  automatic,  // streaming where the call moves more than a quarter of the last-level cache
+  cached,     // through the cache
+  streaming,  // around the cache
+};
+
 // The longest row the fused variant holds in its buffer.
 inline constexpr std::int64_t kFusedMaxLength = 16384;
 
@@ -38,13 +49,16 @@ struct Options {
   int threads = 0;                        // 0 = all cores
   AllMasked all_masked = AllMasked::nan;
   bool keepdims = false;                  // logsumexp only: keep the reduced axis as 1
+  Stores stores = Stores::automatic;      // softmax's f32 output: through the cache or around it
 };
 
 std::string_view to_string(Algorithm algorithm) noexcept;   // "auto", "naive", ...
 std::string_view to_string(PassOrder order) noexcept;       // "reverse", "forward"
 std::string_view to_string(AllMasked policy) noexcept;      // "nan", "zero"
+std::string_view to_string(Stores stores) noexcept;         // "auto", "cached", "streaming"
 std::optional<Algorithm> parse_algorithm(std::string_view name) noexcept;
 std::optional<PassOrder> parse_pass_order(std::string_view name) noexcept;
 std::optional<AllMasked> parse_all_masked(std::string_view name) noexcept;
+std::optional<Stores> parse_stores(std::string_view name) noexcept;
 
 }  // namespace smax

@@ -49,6 +49,7 @@ ArrayT = TypeVar("ArrayT")
 Algorithm = Literal["auto", "naive", "safe", "fused", "tiled", "online"]
 PassOrder = Literal["reverse", "forward"]
 AllMasked = Literal["nan", "zero"]
+Stores = Literal["auto", "cached", "streaming"]
 
 _NUMPY_DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.float16))
 _SMAX_DTYPE_NAMES = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16"}
@@ -89,6 +90,7 @@ def softmax(
     algorithm: Algorithm = "auto",
     pass_order: PassOrder = "reverse",
     all_masked: AllMasked = "nan",
+    stores: Stores = "auto",
     out: Optional[Any] = None,
     threads: Optional[int] = None,
 ) -> ArrayT:
@@ -106,6 +108,10 @@ def softmax(
             second pass of ``tiled`` and ``online``.
         all_masked: what a row of only ``-inf`` gives: ``"nan"`` (as PyTorch and
             ONNX) or ``"zero"`` (as attention code wants).
+        stores: how a float32 output is written: ``"cached"`` (through the cache),
+            ``"streaming"`` (around it: less memory traffic, nothing left in cache)
+            or ``"auto"`` (default: streaming where the call moves more than a
+            quarter of the last-level cache). Results do not depend on it.
         out: write here instead of a new array: same shape and dtype as ``x``, any
             strides that do not overlap themselves; may be ``x`` itself.
         threads: threads for this call; ``None`` uses ``set_num_threads``'s
@@ -128,7 +134,7 @@ def softmax(
     [[0.018 0.018]
      [0.982 0.982]]
     """
-    return _elementwise("softmax", x, axis, temperature, algorithm, pass_order, all_masked, out, threads)
+    return _elementwise("softmax", x, axis, temperature, algorithm, pass_order, all_masked, out, threads, stores)
 
 
 def log_softmax(
@@ -206,13 +212,15 @@ def plan(
     algorithm: Algorithm = "auto",
     pass_order: PassOrder = "reverse",
     all_masked: AllMasked = "nan",
+    stores: Stores = "auto",
     threads: Optional[int] = None,
 ) -> dict:
     """The plan smax would run for a C-contiguous tensor of this shape, and why
     (what ``smax info --shape ...`` prints), as a dict: op, shape, dtype, algorithm,
     pass_order, rows, length, block_length, chunk_length (elements per chunk of a
     split row, 0 if rows are not split), panel_width (columns per panel for a
-    non-last axis, 0 if the axis runs as rows), threads, reason.
+    non-last axis, 0 if the axis runs as rows), threads, stores (``"cached"`` or
+    ``"streaming"``), reason.
 
     ``dtype`` is a name (``"float32"``, ``"bf16"``, ...), a NumPy dtype or a torch dtype.
 
@@ -230,6 +238,7 @@ def plan(
         str(algorithm),
         str(pass_order),
         str(all_masked),
+        str(stores),
         _threads_arg(op_name, threads),
     )
 
@@ -374,13 +383,14 @@ def _dtype_arg(dtype) -> str:
     return _SMAX_DTYPE_NAMES.get(name, name)  # an unknown name: the extension says so
 
 
-def _elementwise(op, x, axis, temperature, algorithm, pass_order, all_masked, out, threads):
+def _elementwise(op, x, axis, temperature, algorithm, pass_order, all_masked, out, threads, stores="auto"):
     kind = _wrap_input(op, x)
     return _run(op, kind, kind.shape, _axis_arg(op, axis), temperature, algorithm, pass_order, all_masked, out,
-                threads, False)
+                threads, False, stores)
 
 
-def _run(op, kind: _Input, out_shape, axis, temperature, algorithm, pass_order, all_masked, out, threads, keepdims):
+def _run(op, kind: _Input, out_shape, axis, temperature, algorithm, pass_order, all_masked, out, threads, keepdims,
+         stores="auto"):
     threads = _threads_arg(op, threads)
     if out is None:
         result = kind.allocate(tuple(out_shape))
@@ -389,7 +399,7 @@ def _run(op, kind: _Input, out_shape, axis, temperature, algorithm, pass_order, 
         result = out
         out_arg, out_bits = _out_arg(op, out)
     _smax.run(op, kind.arg, out_arg, axis, float(temperature), str(algorithm), str(pass_order), str(all_masked),
-              threads, keepdims, kind.bf16_bits, out_bits)
+              str(stores), threads, keepdims, kind.bf16_bits, out_bits)
     return result if out is not None else kind.finish(result)
 
 

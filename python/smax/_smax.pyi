@@ -11,6 +11,7 @@ def run(
     algorithm: str,
     pass_order: str,
     all_masked: str,
+    stores: str,
     threads: int,
     keepdims: bool,
     x_bf16_bits: bool,
@@ -27,6 +28,7 @@ def plan(
     algorithm: str,
     pass_order: str,
     all_masked: str,
+    stores: str,
     threads: int,
 ) -> dict[str, Any]: ...
 def machine() -> dict[str, Any]: ...

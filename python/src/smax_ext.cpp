@@ -84,13 +84,15 @@ T parse_choice(std::string_view op, std::string_view what, const std::string& na
 }
 
 smax::Options make_options(std::string_view op, int axis, double temperature, const std::string& algorithm,
-                           const std::string& pass_order, const std::string& all_masked, int threads, bool keepdims) {
+                           const std::string& pass_order, const std::string& all_masked, const std::string& stores,
+                           int threads, bool keepdims) {
   smax::Options o;
   o.axis = axis;
   o.temperature = temperature;
   o.algorithm = parse_choice(op, "algorithm", algorithm, smax::parse_algorithm, "auto, naive, safe, fused, tiled or online");
   o.pass_order = parse_choice(op, "pass_order", pass_order, smax::parse_pass_order, "reverse or forward");
   o.all_masked = parse_choice(op, "all_masked", all_masked, smax::parse_all_masked, "nan or zero");
+  o.stores = parse_choice(op, "stores", stores, smax::parse_stores, "auto, cached or streaming");
   o.threads = threads;
   o.keepdims = keepdims;
   return o;
@@ -100,13 +102,14 @@ smax::Options make_options(std::string_view op, int axis, double temperature, co
 // the kernel runs without it, so other Python threads go on meanwhile. The ndarray
 // handles keep both buffers alive for the whole call.
 void run(const std::string& op_name, const InputArray& x, const OutputArray& out, int axis, double temperature,
-         const std::string& algorithm, const std::string& pass_order, const std::string& all_masked, int threads,
-         bool keepdims, bool x_bf16_bits, bool out_bf16_bits) {
+         const std::string& algorithm, const std::string& pass_order, const std::string& all_masked,
+         const std::string& stores, int threads, bool keepdims, bool x_bf16_bits, bool out_bf16_bits) {
   const smax::Op op = parse_op(op_name);
   const std::string_view name = smax::to_string(op);
   const smax::DType x_dtype = checked_dtype(name, "input", x.dtype(), x_bf16_bits);
   const smax::DType out_dtype = checked_dtype(name, "output", out.dtype(), out_bf16_bits);
-  const smax::Options options = make_options(name, axis, temperature, algorithm, pass_order, all_masked, threads, keepdims);
+  const smax::Options options =
+      make_options(name, axis, temperature, algorithm, pass_order, all_masked, stores, threads, keepdims);
   const std::vector<std::int64_t> x_shape = shape_of(x), x_strides = strides_of(x);
   const std::vector<std::int64_t> out_shape = shape_of(out), out_strides = strides_of(out);
   const smax::TensorView xv(x.data(), x_dtype, x_shape, x_strides);
@@ -136,7 +139,7 @@ std::vector<std::int64_t> output_shape(const std::string& op_name, const std::ve
 
 nb::dict plan(const std::string& op_name, const std::vector<std::int64_t>& shape, const std::string& dtype_name_,
               int axis, double temperature, const std::string& algorithm, const std::string& pass_order,
-              const std::string& all_masked, int threads) {
+              const std::string& all_masked, const std::string& stores, int threads) {
   const smax::Op op = parse_op(op_name);
   const std::string_view name = smax::to_string(op);
   const std::optional<smax::DType> dtype = smax::parse_dtype(dtype_name_);
@@ -145,7 +148,8 @@ nb::dict plan(const std::string& op_name, const std::vector<std::int64_t>& shape
                                              "; use float32, float64, float16 or bfloat16");
   }
   const smax::PlanInfo p =
-      smax::plan(op, shape, *dtype, make_options(name, axis, temperature, algorithm, pass_order, all_masked, threads, false));
+      smax::plan(op, shape, *dtype,
+                 make_options(name, axis, temperature, algorithm, pass_order, all_masked, stores, threads, false));
   nb::dict d;
   d["op"] = std::string(name);
   d["shape"] = shape;
@@ -158,6 +162,7 @@ nb::dict plan(const std::string& op_name, const std::vector<std::int64_t>& shape
   d["chunk_length"] = p.chunk_length;
   d["panel_width"] = p.panel_width;
   d["threads"] = p.threads;
+  d["stores"] = std::string(smax::to_string(p.stores));
   d["reason"] = p.reason;
   return d;
 }
@@ -213,11 +218,11 @@ NB_MODULE(_smax, m) {
   // noconvert: never let nanobind copy an argument into a converted temporary;
   // the caller's memory is read and written in place, or the call fails.
   m.def("run", &run, "op"_a, "x"_a.noconvert(), "out"_a.noconvert(), "axis"_a, "temperature"_a, "algorithm"_a,
-        "pass_order"_a, "all_masked"_a, "threads"_a, "keepdims"_a, "x_bf16_bits"_a, "out_bf16_bits"_a);
+        "pass_order"_a, "all_masked"_a, "stores"_a, "threads"_a, "keepdims"_a, "x_bf16_bits"_a, "out_bf16_bits"_a);
   m.def("describe", &describe, "x"_a.noconvert());
   m.def("output_shape", &output_shape, "op"_a, "shape"_a, "axis"_a, "keepdims"_a);
   m.def("plan", &plan, "op"_a, "shape"_a, "dtype"_a, "axis"_a, "temperature"_a, "algorithm"_a, "pass_order"_a,
-        "all_masked"_a, "threads"_a);
+        "all_masked"_a, "stores"_a, "threads"_a);
   m.def("machine", &machine_info);
   m.def("version", [] { return std::string(smax::version()); });
   register_training(m);

@@ -35,6 +35,22 @@ def test_plan():
     assert smax.plan((1, 1 << 20))["chunk_length"] > 0  # a long row is split into chunks
     assert smax.plan((4, 100), dtype="bf16", algorithm="online", threads=1)["algorithm"] == "online"
     assert smax.plan((4, 100), threads=1)["threads"] == 1
+    assert smax.plan((64, 1000))["stores"] == "cached"
+    assert smax.plan((64, 1000), stores="streaming")["stores"] == "streaming"
+    assert smax.plan((64, 1000), dtype="bf16", stores="streaming")["stores"] == "cached"  # only f32 streams
+
+
+def test_streaming_stores_write_the_cached_bits():
+    rng = np.random.default_rng()
+    for shape in [(3, 1000), (2, 70001), (5, 17)]:
+        x = rng.normal(0.0, 4.0, shape).astype(np.float32)
+        cached = smax.softmax(x, stores="cached")
+        for algorithm in ["auto", "safe", "fused", "tiled", "online"]:
+            if algorithm == "fused" and shape[1] > 16384:
+                continue
+            streamed = smax.softmax(x, algorithm=algorithm, stores="streaming")
+            np.testing.assert_allclose(streamed, cached, rtol=2e-6, atol=0)
+        np.testing.assert_array_equal(smax.softmax(x, stores="streaming"), cached)
 
 
 def test_plan_errors():

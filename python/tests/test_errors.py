@@ -74,6 +74,7 @@ def test_bad_temperature(temperature):
         ({"algorithm": "fastest"}, "unknown algorithm 'fastest'"),
         ({"pass_order": "sideways"}, "unknown pass_order 'sideways'"),
         ({"all_masked": "one"}, "unknown all_masked 'one'"),
+        ({"stores": "around"}, "unknown stores 'around'"),
         ({"threads": -1}, "threads must be >= 0"),
     ],
 )

@@ -34,7 +34,8 @@ PlanInfo plan(Op op, std::span<const std::int64_t> shape, DType dtype, const Opt
   }
   if (inner_extent == 1) inner_extent = 0;  // extents of 1 drop out: the axis is contiguous
   const detail::Plan p = detail::make_plan(op, dtype, outer_rows, length, inner_extent, options, machine());
-  return PlanInfo{p.algorithm, p.order, outer_rows, length, p.block, p.chunk, p.panel_width, p.threads, p.reason};
+  return PlanInfo{p.algorithm, p.order,   outer_rows, length, p.block, p.chunk, p.panel_width,
+                  p.threads,   p.stores, p.reason};
 }
 
 }  // namespace smax

@@ -75,6 +75,15 @@ std::string_view to_string(AllMasked policy) noexcept {
   return "invalid";
 }
 
+std::string_view to_string(Stores stores) noexcept {
+  switch (stores) {
+    case Stores::automatic: return "auto";
+    case Stores::cached: return "cached";
+    case Stores::streaming: return "streaming";
+  }
+  return "invalid";
+}
+
 std::string_view to_string(Op op) noexcept {
   switch (op) {
     case Op::softmax: return "softmax";
@@ -102,6 +111,13 @@ std::optional<PassOrder> parse_pass_order(std::string_view name) noexcept {
 std::optional<AllMasked> parse_all_masked(std::string_view name) noexcept {
   for (AllMasked m : {AllMasked::nan, AllMasked::zero}) {
     if (name == to_string(m)) return m;
+  }
+  return std::nullopt;
+}
+
+std::optional<Stores> parse_stores(std::string_view name) noexcept {
+  for (Stores s : {Stores::automatic, Stores::cached, Stores::streaming}) {
+    if (name == to_string(s)) return s;
   }
   return std::nullopt;
 }

@@ -74,7 +74,7 @@ bool run_fused_softmax_rows(const detail::Problem& p, RowKernel<T> kernel, const
     const std::int64_t xs = p.batch_rank == 1 ? p.x_batch_strides[0] : 0;
     const std::int64_t ys = p.batch_rank == 1 ? p.y_batch_strides[0] : 0;
     for (std::int64_t r = begin; r < end;) {
-      r += fused_softmax_rows(x + r * xs, xs, y + r * ys, ys, end - r, p.length, params.inv_t);
+      r += fused_softmax_rows(x + r * xs, xs, y + r * ys, ys, end - r, p.length, params.inv_t, params.stores);
       if (r < end) {
         kernel(Row<T>{x + r * xs, 1, y + r * ys, 1, p.length}, params);
         ++r;
@@ -217,7 +217,8 @@ void execute_typed(const detail::Problem& p, const detail::Plan& plan) {
   }
   const RowKernel<T> kernel = plan.chunk > 0 ? &split_row<T> : kernel_for<T>(plan.algorithm);
   RowParams params{p.op, p.inv_temperature, p.all_masked, plan.order, plan.block, plan.chunk, 1,
-                   plan.algorithm == Algorithm::fused};
+                   plan.algorithm == Algorithm::fused,
+                   plan.stores};
   if (plan.chunk > 0 && p.rows < plan.threads) {
     // Fewer rows than threads: the threads share each row's chunks, one row at a time.
     params.row_threads = plan.threads;

@@ -17,14 +17,20 @@ float* fused_buffer() {
   return buffer.data();
 }
 
-// The float exps of a 16-bit row; f32 rows keep theirs in y (nothing else is written).
+// The float exps of a 16-bit row, or of an f32 row whose output streams (written
+// once, around the cache); other f32 rows keep theirs in y (nothing else is written).
 template <class T>
-float* exps_buffer() {
+float* exps_buffer(Stores stores) {
   if constexpr (std::is_same_v<T, float>) {
-    return nullptr;
+    return stores == Stores::streaming ? fused_buffer() : nullptr;
   } else {
     return fused_buffer();
   }
+}
+
+// Streaming needs the buffer, which holds kFusedMaxLength floats.
+Stores stores_for(std::int64_t n, Stores stores) {
+  return n <= kFusedMaxLength ? stores : Stores::cached;
 }
 
 // f32, f16 and bf16 (contiguous rows; execute.cpp gathers the others): softmax rows
@@ -36,13 +42,15 @@ template <class T>
 void fused_row_simd(const Row<T>& row, const RowParams& p) {
   using C = typename Element<T>::Compute;
   const auto n = static_cast<std::size_t>(row.n);
-  if (p.op == Op::softmax && simd::f32_softmax_rows(row.x, 1, row.y, 1, 1, n, p.inv_t, exps_buffer<T>()) == 1) {
+  const Stores stores = stores_for(row.n, p.stores);
+  if (p.op == Op::softmax &&
+      simd::f32_softmax_rows(row.x, 1, row.y, 1, 1, n, p.inv_t, exps_buffer<T>(stores), stores) == 1) {
     return;
   }
   Stats<C> s;
   s.m = static_cast<C>(simd::f32_rmax(row.x, n));
   if (std::isfinite(s.m)) sum_exp_pass(row.x, 1, 0, row.n, s.m, static_cast<C>(p.inv_t), PassOrder::forward, s.d);
-  finish_row(row, p, s, [&](const Normalizer<C>& f) { write_pass(row, 0, row.n, f, PassOrder::forward); });
+  finish_row(row, p, s, [&](const Normalizer<C>& f) { write_pass(row, 0, row.n, f, PassOrder::forward, p.stores); });
 }
 
 // f64: the same structure in double lanes (cpu/simd/f64_rows.hpp), the exps kept in y.
@@ -52,7 +60,8 @@ void fused_row_f64(const Row<double>& row, const RowParams& p) {
   s.m = simd::f64_rmax(row.x, n);
   if (p.op != Op::softmax || !std::isfinite(s.m)) {
     if (std::isfinite(s.m)) sum_exp_pass(row.x, 1, 0, row.n, s.m, p.inv_t, PassOrder::forward, s.d);
-    finish_row(row, p, s, [&](const Normalizer<double>& f) { write_pass(row, 0, row.n, f, PassOrder::forward); });
+    finish_row(row, p, s,
+               [&](const Normalizer<double>& f) { write_pass(row, 0, row.n, f, PassOrder::forward, p.stores); });
     return;
   }
   simd::f64_add_store_exp_minus_max(row.x, row.y, n, s.m, p.inv_t, s.d);
@@ -72,18 +81,19 @@ void fused_row(const Row<T>& row, const RowParams& p) {
 
 template <class T>
 std::int64_t fused_softmax_rows(const T* x, std::int64_t x_row_stride, T* y, std::int64_t y_row_stride,
-                                std::int64_t rows, std::int64_t n, double inv_t) {
+                                std::int64_t rows, std::int64_t n, double inv_t, Stores stores) {
+  stores = stores_for(n, stores);
   return static_cast<std::int64_t>(simd::f32_softmax_rows(x, x_row_stride, y, y_row_stride,
-                                                          static_cast<std::size_t>(rows),
-                                                          static_cast<std::size_t>(n), inv_t, exps_buffer<T>()));
+                                                          static_cast<std::size_t>(rows), static_cast<std::size_t>(n),
+                                                          inv_t, exps_buffer<T>(stores), stores));
 }
 
 template std::int64_t fused_softmax_rows(const float*, std::int64_t, float*, std::int64_t, std::int64_t,
-                                         std::int64_t, double);
+                                         std::int64_t, double, Stores);
 template std::int64_t fused_softmax_rows(const half*, std::int64_t, half*, std::int64_t, std::int64_t, std::int64_t,
-                                         double);
+                                         double, Stores);
 template std::int64_t fused_softmax_rows(const bfloat16*, std::int64_t, bfloat16*, std::int64_t, std::int64_t,
-                                         std::int64_t, double);
+                                         std::int64_t, double, Stores);
 
 template void fused_row(const Row<float>&, const RowParams&);
 template void fused_row(const Row<double>&, const RowParams&);

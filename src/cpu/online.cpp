@@ -56,7 +56,7 @@ void online_row(const Row<T>& row, const RowParams& p) {
 
   // Pass 2: the output, backward by default so that it starts on the tail of the row
   // that pass 1 left in cache.
-  finish_row(row, p, stats, [&](const Normalizer<C>& f) { write_pass(row, 0, row.n, f, p.order); });
+  finish_row(row, p, stats, [&](const Normalizer<C>& f) { write_pass(row, 0, row.n, f, p.order, p.stores); });
 }
 
 template void online_row(const Row<float>&, const RowParams&);

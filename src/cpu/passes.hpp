@@ -114,7 +114,7 @@ struct Normalizer {
 // y = normalize(x) over [begin, end), forward or backward.
 template <class C, class T>
 void write_pass(const Row<T>& row, std::int64_t begin, std::int64_t end, const Normalizer<C>& f,
-                PassOrder order, const simd::Ahead<T>& ahead = {}) {
+                PassOrder order, Stores stores, const simd::Ahead<T>& ahead = {}) {
   if constexpr (kSimdRows<T>) {
     if (row.x_stride == 1 && row.y_stride == 1 && end > begin) {
       const auto n = static_cast<std::size_t>(end - begin);
@@ -124,7 +124,7 @@ void write_pass(const Row<T>& row, std::int64_t begin, std::int64_t end, const N
                                         static_cast<double>(f.inv_t), static_cast<float>(f.log_d), backward);
       } else {
         simd::f32_softmax_normalize(row.x + begin, row.y + begin, n, static_cast<float>(f.m),
-                                    static_cast<double>(f.inv_t), static_cast<float>(f.scale), backward, ahead);
+                                    static_cast<double>(f.inv_t), static_cast<float>(f.scale), backward, ahead, stores);
       }
       return;
     }

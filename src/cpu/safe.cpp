@@ -12,7 +12,8 @@ void safe_row(const Row<T>& row, const RowParams& p) {
   Stats<C> s;
   s.m = max_pass(row.x, row.x_stride, 0, row.n, -std::numeric_limits<C>::infinity());  // pass 1
   if (std::isfinite(s.m)) sum_exp_pass(row.x, row.x_stride, 0, row.n, s.m, inv_t, PassOrder::forward, s.d, sum_for(p.op));  // pass 2
-  finish_row(row, p, s, [&](const Normalizer<C>& f) { write_pass(row, 0, row.n, f, PassOrder::forward); });  // pass 3
+  // pass 3
+  finish_row(row, p, s, [&](const Normalizer<C>& f) { write_pass(row, 0, row.n, f, PassOrder::forward, p.stores); });
 }
 
 template void safe_row(const Row<float>&, const RowParams&);

@@ -132,7 +132,8 @@ void split_row(const Row<T>& row, const RowParams& p) {
             continue;
           }
         }
-        write_pass(row, begin(c), end(c), f, p.order, k + 1 < count ? ahead(chunk_at(k + 1), true) : simd::Ahead<T>{});
+        write_pass(row, begin(c), end(c), f, p.order, p.stores,
+                   k + 1 < count ? ahead(chunk_at(k + 1), true) : simd::Ahead<T>{});
       }
     });
   });

@@ -42,7 +42,7 @@ void tiled_row(const Row<T>& row, const RowParams& p) {
     for (std::int64_t b = 0; b < blocks; ++b) {
       simd::Ahead<T> next;
       if (contiguous && b + 1 < blocks) next = {row.x + begin(b + 1), row.y + begin(b + 1)};
-      write_pass(row, begin(b), end(b), f, PassOrder::forward, next);
+      write_pass(row, begin(b), end(b), f, PassOrder::forward, p.stores, next);
     }
   });
 }

@@ -29,7 +29,7 @@ void fused_row(const Row<T>& row, const RowParams& p);
 // f32, f16 and bf16.
 template <class T>
 std::int64_t fused_softmax_rows(const T* x, std::int64_t x_row_stride, T* y, std::int64_t y_row_stride,
-                                std::int64_t rows, std::int64_t n, double inv_t);
+                                std::int64_t rows, std::int64_t n, double inv_t, Stores stores);
 
 // The three passes over blocks of p.block elements; the sum pass walks the blocks
 // backward (PassOrder::reverse) so that it starts on those still in cache.

@@ -74,6 +74,25 @@ std::int64_t panel_width(Op op, std::int64_t length, std::int64_t element_bytes,
   return std::min(inner_extent, ((inner_extent + panels - 1) / panels + line - 1) / line * line);
 }
 
+// Only the row kernels' f32 softmax output passes stream (f32_rows.hpp); column
+// panels and naive's scalar loop store through the cache.
+void choose_stores(Plan& plan, Op op, DType dtype, std::int64_t elements, bool columns, Stores asked,
+                   const MachineInfo& m) {
+  const bool can_stream = op == Op::softmax && dtype == DType::f32 && !columns && plan.algorithm != Algorithm::naive;
+  if (!can_stream || asked == Stores::cached) return;
+  if (asked == Stores::streaming) {
+    plan.stores = Stores::streaming;
+    plan.reason += "; the output streams around the cache, as asked";
+    return;
+  }
+  const std::int64_t moved = 2 * elements * static_cast<std::int64_t>(size_of(dtype));
+  if (m.l3_bytes > 0 && moved > m.l3_bytes / kStreamingLlcDivisor) {
+    plan.stores = Stores::streaming;
+    plan.reason += "; the output streams around the cache (" + std::to_string(moved >> 20) + " MiB moved, over 1/" +
+                   std::to_string(kStreamingLlcDivisor) + " of the " + std::to_string(m.l3_bytes >> 20) + " MiB L3)";
+  }
+}
+
 }  // namespace
 
 Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, std::int64_t inner_extent,
@@ -119,6 +138,8 @@ Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, std::
   plan.threads = static_cast<int>(std::max<std::int64_t>(1, std::min({static_cast<std::int64_t>(wanted), units, by_work})));
   plan.reason += "; " + std::to_string(plan.threads) + " of " + std::to_string(wanted) + " threads (" + unit_text +
                  ", at least " + std::to_string(kMinElementsPerThread) + " elements per thread)";
+
+  choose_stores(plan, op, dtype, elements, columns, options.stores, machine);
   return plan;
 }
 

@@ -17,6 +17,7 @@ struct Plan {
   std::int64_t chunk = 0;                 // > 0: the row runs as fixed chunks (split_row.hpp)
   std::int64_t panel_width = 0;           // > 0: a non-last axis runs as column panels this wide
   int threads = 1;
+  Stores stores = Stores::cached;         // never automatic
   std::string reason;
 };
 
@@ -29,6 +30,16 @@ inline constexpr std::int64_t kMinElementsPerThread = 32768;
 // on the length alone, never on the thread count, so results do not either.
 inline constexpr std::int64_t kSplitMinLength = 65536;
 inline constexpr std::int64_t kChunkLength = 16384;
+
+// Under Stores::automatic, a call that moves more than this share of the last-level
+// cache (input plus output) writes softmax's f32 output with streaming stores: such
+// an output would not stay in
+// a cache shared with the other cores and their data, and streaming skips the read
+// for ownership of every line, a third of a cached write's traffic. Measured on the
+// development VM (480 MiB L3 reported): a scaling pass with cached stores kept cache
+// speed up to 64 MiB moved and fell to DRAM speed from 128 MiB, where streaming stores
+// ran 1.4 to 1.6 times as fast (docs/PERFORMANCE.md).
+inline constexpr std::int64_t kStreamingLlcDivisor = 4;
 
 // inner_extent: the extent of the contiguous dimension that column panels would run
 // across (detail::column_dim), 0 if the problem has none (its axis is contiguous).

@@ -105,6 +105,7 @@ TEST_F(CliErrors, MalformedCommandLines) {
   expect_failure({"softmax", in(), out(), "--algorithm", "fast"}, kUsage,
                  "--algorithm fast: unknown value (valid: auto, naive, safe, fused, tiled, online)");
   expect_failure({"softmax", in(), out(), "--pass-order", "sideways"}, kUsage, "valid: reverse, forward");
+  expect_failure({"softmax", in(), out(), "--stores", "around"}, kUsage, "valid: auto, cached, streaming");
   expect_failure({"softmax", in(), out(), "--all-masked", "inf"}, kUsage, "valid: nan, zero");
   expect_failure({"softmax", in()}, kUsage, "missing OUT.npy");
   expect_failure({"softmax"}, kUsage, "missing IN.npy");

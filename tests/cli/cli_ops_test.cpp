@@ -168,6 +168,16 @@ TEST_F(CliOps, ThreadCountDoesNotChangeTheResult) {
   }
 }
 
+TEST_F(CliOps, StoresDoNotChangeTheResult) {
+  const TestTensor x = random_tensor(DType::f32, {64, 3000});
+  for (Op op : kOps) {
+    if (op == Op::logsumexp) continue;  // takes no --stores
+    const TestTensor cached = run(op, x, {"--stores", "cached"});
+    const TestTensor streaming = run(op, x, {"--stores", "streaming"});
+    EXPECT_TRUE(test::bitwise_equal(cached, streaming));
+  }
+}
+
 TEST_F(CliOps, OutputMayReplaceTheInput) {
   const TestTensor x = random_tensor(DType::f32, {2, 9});
   write_tensor(dir / "data.npy", x);
@@ -219,6 +229,10 @@ TEST(CliInfo, PrintsTheMachineAndThePlan) {
                                  "block       " + std::to_string(expected.block_length)}) {
     EXPECT_NE(tiled.out.find(line), std::string::npos) << line << "\n" << tiled.out;
   }
+  const RunResult streaming = run_cli({"info", "--shape", "64x4096", "--stores", "streaming"});
+  ASSERT_EQ(streaming.exit_code, 0) << streaming.err;
+  EXPECT_NE(streaming.out.find("stores      streaming"), std::string::npos) << streaming.out;
+  EXPECT_NE(tiled.out.find("stores      cached"), std::string::npos) << tiled.out;
   const RunResult scalar = run_cli({"info", "--shape", "scalar", "--op", "logsumexp", "--dtype", "f16"});
   EXPECT_EQ(scalar.exit_code, 0) << scalar.err;
   EXPECT_NE(scalar.out.find("length      1"), std::string::npos) << scalar.out;

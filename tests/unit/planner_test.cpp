@@ -52,6 +52,28 @@ TEST_F(Planner, F32SoftmaxRowsThatFitInCacheRunFusedOverChunks) {
   EXPECT_NE(plan(Op::log_softmax, shape, DType::f32).algorithm, Algorithm::fused);
 }
 
+TEST_F(Planner, StoresStreamOnlyF32SoftmaxOutputs) {
+  // Input and output together are 4 / 3 of the last-level cache: auto streams.
+  const std::array<std::int64_t, 2> large{machine().l3_bytes / 6 / 4096, 4096};
+  const std::array<std::int64_t, 2> small{64, 1000};
+  const PlanInfo auto_large = plan(Op::softmax, large, DType::f32);
+  EXPECT_EQ(auto_large.stores, Stores::streaming) << auto_large.reason;
+  EXPECT_EQ(plan(Op::softmax, small, DType::f32).stores, Stores::cached);
+  EXPECT_EQ(plan(Op::softmax, large, DType::f32, {.stores = Stores::cached}).stores, Stores::cached);
+  EXPECT_EQ(plan(Op::softmax, small, DType::f32, {.stores = Stores::streaming}).stores, Stores::streaming);
+  // What cannot stream stores through the cache, whatever was asked.
+  for (Options options : {Options{.stores = Stores::streaming}, Options{.stores = Stores::automatic}}) {
+    EXPECT_EQ(plan(Op::log_softmax, large, DType::f32, options).stores, Stores::cached);
+    EXPECT_EQ(plan(Op::softmax, large, DType::bf16, options).stores, Stores::cached);
+    EXPECT_EQ(plan(Op::softmax, large, DType::f64, options).stores, Stores::cached);
+    options.axis = 0;  // column panels
+    EXPECT_EQ(plan(Op::softmax, large, DType::f32, options).stores, Stores::cached);
+    options.axis = -1;
+    options.algorithm = Algorithm::naive;
+    EXPECT_EQ(plan(Op::softmax, large, DType::f32, options).stores, Stores::cached);
+  }
+}
+
 TEST_F(Planner, RowsMuchLargerThanL2AreOnline) {
   // Four times L2 in f32 input alone.
   const std::array<std::int64_t, 1> shape{machine().l2_bytes};

@@ -29,6 +29,7 @@ constexpr std::array kAlgorithms{Algorithm::automatic, Algorithm::naive, Algorit
                                  Algorithm::fused,     Algorithm::tiled, Algorithm::online};
 constexpr std::array kPassOrders{PassOrder::reverse, PassOrder::forward};
 constexpr std::array kAllMasked{AllMasked::nan, AllMasked::zero};
+constexpr std::array kStores{Stores::automatic, Stores::cached, Stores::streaming};
 constexpr std::array kDTypes{DType::f32, DType::f64, DType::f16, DType::bf16};
 constexpr std::array kOps{Op::softmax, Op::log_softmax, Op::logsumexp};
 
@@ -49,6 +50,11 @@ PassOrder pass_order_choice(const std::string& command, const std::string& name)
 AllMasked all_masked_choice(const std::string& command, const std::string& name) {
   if (const auto policy = parse_all_masked(name)) return *policy;
   reject(command, "all-masked", name, kAllMasked, library_name);
+}
+
+Stores stores_choice(const std::string& command, const std::string& name) {
+  if (const auto stores = parse_stores(name)) return *stores;
+  reject(command, "stores", name, kStores, library_name);
 }
 
 DType dtype_choice(const std::string& command, const std::string& name) {

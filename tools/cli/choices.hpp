@@ -13,6 +13,7 @@ namespace smax::cli {
 Algorithm algorithm_choice(const std::string& command, const std::string& name);
 PassOrder pass_order_choice(const std::string& command, const std::string& name);
 AllMasked all_masked_choice(const std::string& command, const std::string& name);
+Stores stores_choice(const std::string& command, const std::string& name);
 DType dtype_choice(const std::string& command, const std::string& name);
 // "softmax", "log-softmax" or "logsumexp": the command names of the operations.
 Op op_choice(const std::string& command, const std::string& name);

@@ -59,6 +59,11 @@ Options:
   --all-masked MODE   what a row whose every element is -inf gives: nan (0/0, as
                       PyTorch and ONNX do) or zero (softmax 0, log-softmax -inf)
                       (default nan)
+  --stores MODE       auto, cached or streaming: how softmax writes an f32 output,
+                      through the cache or around it (non-temporal stores: less
+                      memory traffic, but nothing left in cache). auto streams where
+                      the call moves more than a quarter of the last-level cache
+                      (default auto); the other ops and dtypes always use cached
   -h, --help          show this text
 
 Special values: a NaN anywhere in a row makes the whole row NaN; +inf in a row
@@ -93,7 +98,7 @@ Prints the smax version and what the library read about this machine: CPU model,
 architecture, features, cache sizes (a size the OS does not report is a default,
 marked 'assumed') and the thread count. With --shape, also prints the plan the
 library would run for a C-order tensor of that shape: algorithm, pass order,
-rows, row length, tiled block, threads and the reason for the choice.
+rows, row length, tiled block, threads, stores and the reason for the choice.
 
 Options:
   --shape SHAPE       extents joined by 'x', e.g. 64x128256, 8 or 2x3x4; 'scalar'
@@ -103,6 +108,7 @@ Options:
   --op OP             softmax, log-softmax or logsumexp (default softmax)
   --algorithm NAME    auto, naive, safe, fused, tiled or online (default auto)
   --pass-order ORDER  reverse or forward (default reverse)
+  --stores MODE       auto, cached or streaming (default auto)
   --threads N         threads to plan for; 0 means all cores (default 0)
   -h, --help          show this text
 )";

@@ -15,13 +15,14 @@
 namespace smax::cli {
 namespace {
 
-constexpr std::array<OptionSpec, 7> kInfoOptions{{{"shape", true},
+constexpr std::array<OptionSpec, 8> kInfoOptions{{{"shape", true},
                                                   {"axis", true},
                                                   {"dtype", true},
                                                   {"op", true},
                                                   {"threads", true},
                                                   {"algorithm", true},
-                                                  {"pass-order", true}}};
+                                                  {"pass-order", true},
+                                                  {"stores", true}}};
 
 // "64x128256" -> {64, 128256}; "" and "scalar" -> {} (rank 0).
 std::vector<std::int64_t> parse_shape(const std::string& text) {
@@ -89,6 +90,7 @@ int run_info(std::span<const std::string> args) {
   if (auto text = arguments.value("threads")) options.threads = parse_int("info", "threads", *text);
   if (auto text = arguments.value("algorithm")) options.algorithm = algorithm_choice("info", *text);
   if (auto text = arguments.value("pass-order")) options.pass_order = pass_order_choice("info", *text);
+  if (auto text = arguments.value("stores")) options.stores = stores_choice("info", *text);
   const DType dtype = dtype_choice("info", arguments.value("dtype").value_or("f32"));
   const Op op = op_choice("info", arguments.value("op").value_or("softmax"));
   const auto shape_text = arguments.value("shape");
@@ -109,6 +111,7 @@ int run_info(std::span<const std::string> args) {
             << "  chunks of   " << (p.chunk_length > 0 ? std::to_string(p.chunk_length) : "- (rows are not split)") << '\n'
             << "  panels of   " << (p.panel_width > 0 ? std::to_string(p.panel_width) + " columns" : "- (the axis runs as rows)") << '\n'
             << "  threads     " << p.threads << '\n'
+            << "  stores      " << to_string(p.stores) << '\n'
             << "  reason      " << p.reason << '\n';
   return 0;
 }

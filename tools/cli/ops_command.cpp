@@ -16,12 +16,13 @@
 namespace smax::cli {
 namespace {
 
-constexpr std::array<OptionSpec, 6> kRowOptions{{{"axis", true},
+constexpr std::array<OptionSpec, 7> kRowOptions{{{"axis", true},
                                                  {"temperature", true},
                                                  {"algorithm", true},
                                                  {"pass-order", true},
                                                  {"threads", true},
-                                                 {"all-masked", true}}};
+                                                 {"all-masked", true},
+                                                 {"stores", true}}};
 constexpr std::array<OptionSpec, 6> kReduceOptions{{{"axis", true},
                                                     {"keepdims", false},
                                                     {"temperature", true},
@@ -37,6 +38,7 @@ Options to_options(const std::string& command, const Arguments& arguments) {
   if (auto text = arguments.value("pass-order")) options.pass_order = pass_order_choice(command, *text);
   if (auto text = arguments.value("threads")) options.threads = parse_int(command, "threads", *text);
   if (auto text = arguments.value("all-masked")) options.all_masked = all_masked_choice(command, *text);
+  if (auto text = arguments.value("stores")) options.stores = stores_choice(command, *text);
   options.keepdims = arguments.has("keepdims");
   return options;
 }

@@ -12,6 +12,7 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/simd/f32_rows.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include "cpu/simd/argument-inl.h"
@@ -274,6 +275,30 @@ HWY_INLINE void Map(DF d, const TX* x, TY* y, std::size_t n, bool backward, F&& 
       });
 }
 
+// Whether y can take streaming stores: float rows (Stores), aligned to their element.
+template <class T>
+HWY_INLINE bool Streams(Stores stores, const T* y) {
+  return std::is_same_v<T, float> && stores == Stores::streaming &&
+         reinterpret_cast<std::uintptr_t>(y) % sizeof(float) == 0;
+}
+
+// Map for a float y written with streaming stores (whole vectors at aligned
+// addresses, the pieces around them by the tail stores), then fenced.
+template <class TX, class F>
+HWY_INLINE void MapStreaming(DF d, const TX* x, float* y, std::size_t n, bool backward, F&& f,
+                             const Ahead<TX>& ahead = {}) {
+  WalkAligned(
+      d, y, n, backward,
+      [&](std::size_t i) {
+        FetchAhead(ahead, i, hn::Lanes(d));
+        hn::Stream(f(LoadF32(d, x + i)), d, y + i);
+      },
+      [&](std::size_t i, std::size_t count) {
+        StoreTail(d, f(LoadTailF32(d, x + i, count, hn::Zero(d))), y + i, count);
+      });
+  hwy::FlushStream();
+}
+
 // VScale for a softmax's exps (never NaN: StoreF32NotNaN).
 template <class T>
 void VScaleExps(const float* e, T* y, std::size_t n, float scale) {
@@ -296,17 +321,18 @@ void VScale(const float* e, T* y, std::size_t n, float scale) {
 
 template <class T>
 void SoftmaxNormalize(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv, float scale,
-                      bool backward, const Ahead<T>& ahead) {
+                      bool backward, const Ahead<T>& ahead, Stores stores) {
   const DF d;
   const VF vscale = hn::Set(d, scale);
   WithExp<T>(m, inv, [&](const auto& exp_of) {
-    Map(
-        d, x, y, n, backward,
-        [&](VF v) {
-          VF z;
-          return hn::Mul(exp_of(d, v, z), vscale);
-        },
-        ahead);
+    const auto f = [&](VF v) {
+      VF z;
+      return hn::Mul(exp_of(d, v, z), vscale);
+    };
+    if constexpr (std::is_same_v<T, float>) {
+      if (Streams(stores, y)) return MapStreaming(d, x, y, n, backward, f, Ahead<T>{ahead.x, nullptr});
+    }
+    Map(d, x, y, n, backward, f, ahead);
   });
 }
 
@@ -415,21 +441,21 @@ inline constexpr std::size_t kPrefetchRowBytes = 64 * 1024;
 
 template <class T>
 std::size_t RowsFusedPasses(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows,
-                            std::size_t n, const InverseTemperature& inv, float* buffer) {
+                            std::size_t n, const InverseTemperature& inv, float* buffer, Stores stores) {
   const bool prefetch = n * sizeof(T) <= kPrefetchRowBytes;
   for (std::size_t r = 0; r < rows; ++r) {
     const T* xr = x + static_cast<std::ptrdiff_t>(r) * xs;
     T* yr = y + static_cast<std::ptrdiff_t>(r) * ys;
     const float m = RMax(xr, n);
     if (!std::isfinite(m)) return r;
-    float* e = nullptr;
+    float* e = buffer;
+    bool streams = false;
     if constexpr (std::is_same_v<T, float>) {
-      e = yr;
-    } else {
-      e = buffer;
+      streams = Streams(stores, yr);
+      if (!streams) e = yr;
     }
     Ahead<T> next;
-    if (prefetch && r + 1 < rows) next = {xr + xs, yr + ys};
+    if (prefetch && r + 1 < rows) next = {xr + xs, streams ? nullptr : yr + ys};
     if constexpr (std::is_same_v<T, bfloat16>) {
       // bf16's subnormal outputs without the gradual exp: exps 2^64 times too large
       // (never subnormal), which their sum's reciprocal scales back in one multiply.
@@ -440,21 +466,30 @@ std::size_t RowsFusedPasses(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t 
       }
     }
     const ExpSum sum = RStoreExp(xr, e, n, m, inv, next);
-    VScaleExps(e, yr, n, static_cast<float>(1.0 / sum.below_max));
+    const auto scale = static_cast<float>(1.0 / sum.below_max);
+    if constexpr (std::is_same_v<T, float>) {
+      if (streams) {
+        const DF d;
+        const VF vscale = hn::Set(d, scale);
+        MapStreaming(d, e, yr, n, false, [&](VF v) { return hn::Mul(v, vscale); });
+        continue;
+      }
+    }
+    VScaleExps(e, yr, n, scale);
   }
   return rows;
 }
 
 template <class T>
 std::size_t SoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows, std::size_t n,
-                        const InverseTemperature& inv, float* buffer) {
+                        const InverseTemperature& inv, float* buffer, Stores stores) {
   const std::size_t N = hn::Lanes(DF());
   if (n == 0) return 0;
   if (n <= 2 * N) return RowsInRegistersT<T, 2>(x, xs, y, ys, rows, n, inv);
   if (n <= 4 * N) return RowsInRegistersT<T, 4>(x, xs, y, ys, rows, n, inv);
   if (n <= 8 * N) return RowsInRegistersT<T, 8>(x, xs, y, ys, rows, n, inv);
   if (n <= kMaxRegisterVectors * N) return RowsInRegistersT<T, kMaxRegisterVectors>(x, xs, y, ys, rows, n, inv);
-  return RowsFusedPasses(x, xs, y, ys, rows, n, inv, buffer);
+  return RowsFusedPasses(x, xs, y, ys, rows, n, inv, buffer, stores);
 }
 
 void ExpArray(const float* z, const float* z_lo, float* y, std::size_t n) {
@@ -505,12 +540,12 @@ void Convert(const T* x, float* wide, T* y, std::size_t n) {
   }                                                                                                             \
   void VScale##Suffix(const float* e, T* y, std::size_t n, float scale) { VScale(e, y, n, scale); }              \
   std::size_t SoftmaxRows##Suffix(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows,     \
-                                  std::size_t n, const InverseTemperature& inv, float* buffer) {                \
-    return SoftmaxRows(x, xs, y, ys, rows, n, inv, buffer);                                                     \
+                                  std::size_t n, const InverseTemperature& inv, float* buffer, Stores stores) { \
+    return SoftmaxRows(x, xs, y, ys, rows, n, inv, buffer, stores);                                             \
   }                                                                                                             \
   void SoftmaxNormalize##Suffix(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv, float scale, \
-                                bool back, const Ahead<T>& ahead) {                                             \
-    SoftmaxNormalize(x, y, n, m, inv, scale, back, ahead);                                                      \
+                                bool back, const Ahead<T>& ahead, Stores stores) {                              \
+    SoftmaxNormalize(x, y, n, m, inv, scale, back, ahead, stores);                                              \
   }                                                                                                             \
   void LogSoftmaxNormalize##Suffix(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv,           \
                                    float log_d, bool back) {                                                    \
@@ -538,9 +573,9 @@ namespace smax::cpu::simd {
   HWY_EXPORT(VScale##Suffix);                                                                                     \
   HWY_EXPORT(SoftmaxRows##Suffix);                                                                                \
   std::size_t f32_softmax_rows(const T* x, std::ptrdiff_t x_row_stride, T* y, std::ptrdiff_t y_row_stride,        \
-                               std::size_t rows, std::size_t n, double inv_t, float* buffer) {                    \
+                               std::size_t rows, std::size_t n, double inv_t, float* buffer, Stores stores) {     \
     return HWY_DYNAMIC_DISPATCH(SoftmaxRows##Suffix)(x, x_row_stride, y, y_row_stride, rows, n,                   \
-                                                     InverseTemperature::of(inv_t), buffer);                      \
+                                                     InverseTemperature::of(inv_t), buffer, stores);              \
   }                                                                                                               \
   HWY_EXPORT(SoftmaxNormalize##Suffix);                                                                           \
   HWY_EXPORT(LogSoftmaxNormalize##Suffix);                                                                        \
@@ -558,9 +593,9 @@ namespace smax::cpu::simd {
     HWY_DYNAMIC_DISPATCH(VScale##Suffix)(e, y, n, scale);                                                         \
   }                                                                                                               \
   void f32_softmax_normalize(const T* x, T* y, std::size_t n, float m, double inv_t, float scale, bool backward,   \
-                             const Ahead<T>& ahead) {                                                             \
+                             const Ahead<T>& ahead, Stores stores) {                                              \
     HWY_DYNAMIC_DISPATCH(SoftmaxNormalize##Suffix)                                                                \
-    (x, y, n, m, InverseTemperature::of(inv_t), scale, backward, ahead);                                          \
+    (x, y, n, m, InverseTemperature::of(inv_t), scale, backward, ahead, stores);                                  \
   }                                                                                                               \
   void f32_log_softmax_normalize(const T* x, T* y, std::size_t n, float m, double inv_t, float log_d,             \
                                  bool backward) {                                                                 \

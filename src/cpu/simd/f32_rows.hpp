@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "smax/dtype.hpp"
+#include "smax/options.hpp"
 
 namespace smax::cpu::simd {
 
@@ -67,18 +68,20 @@ ExpSum f32_rstore_exp_minus_max(const bfloat16* x, float* e, std::size_t n, floa
 
 // The whole softmax of contiguous rows [0, rows) at the given row strides (elements),
 // in one call: rows of up to 16 vectors (256 floats with AVX-512, 128 with AVX2) are
-// held in registers (each element read once and written once); longer ones take the fused passes (the
-// max; the exps stored, to y for float rows or to `buffer`, n floats, for 16-bit
-// ones, and summed; then scaled). Returns the number of leading rows done: fewer than
-// `rows` where a row's max is not finite (NaN, +inf, all -inf), which is left
-// unwritten for the general path.
+// held in registers (each element read once and written once); longer ones take the
+// fused passes (the max; the exps stored, to y for float rows or to `buffer`, n
+// floats, for 16-bit ones and for float rows with Stores::streaming; then scaled).
+// Returns the number of leading rows done: fewer than `rows` where a row's max is not
+// finite (NaN, +inf, all -inf), which is left unwritten for the general path.
 std::size_t f32_softmax_rows(const float* x, std::ptrdiff_t x_row_stride, float* y, std::ptrdiff_t y_row_stride,
-                             std::size_t rows, std::size_t n, double inv_t, float* buffer);
+                             std::size_t rows, std::size_t n, double inv_t, float* buffer,
+                             Stores stores = Stores::cached);
 std::size_t f32_softmax_rows(const half* x, std::ptrdiff_t x_row_stride, half* y, std::ptrdiff_t y_row_stride,
-                             std::size_t rows, std::size_t n, double inv_t, float* buffer);
+                             std::size_t rows, std::size_t n, double inv_t, float* buffer,
+                             Stores stores = Stores::cached);
 std::size_t f32_softmax_rows(const bfloat16* x, std::ptrdiff_t x_row_stride, bfloat16* y,
                              std::ptrdiff_t y_row_stride, std::size_t rows, std::size_t n, double inv_t,
-                             float* buffer);
+                             float* buffer, Stores stores = Stores::cached);
 
 // y[i] = e[i] * scale, rounded to y's type. y may be e itself for float rows.
 void f32_vscale(const float* e, float* y, std::size_t n, float scale);
@@ -86,12 +89,14 @@ void f32_vscale(const float* e, half* y, std::size_t n, float scale);
 void f32_vscale(const float* e, bfloat16* y, std::size_t n, float scale);
 
 // y[i] = exp((x[i] - m) * inv_t) * scale. y may be x itself.
+// Stores::streaming (float rows; see options.hpp) writes whole vectors with
+// non-temporal stores and fences before returning; automatic counts as cached.
 void f32_softmax_normalize(const float* x, float* y, std::size_t n, float m, double inv_t, float scale,
-                           bool backward, const Ahead<float>& ahead = {});
+                           bool backward, const Ahead<float>& ahead = {}, Stores stores = Stores::cached);
 void f32_softmax_normalize(const half* x, half* y, std::size_t n, float m, double inv_t, float scale, bool backward,
-                           const Ahead<half>& ahead = {});
+                           const Ahead<half>& ahead = {}, Stores stores = Stores::cached);
 void f32_softmax_normalize(const bfloat16* x, bfloat16* y, std::size_t n, float m, double inv_t, float scale,
-                           bool backward, const Ahead<bfloat16>& ahead = {});
+                           bool backward, const Ahead<bfloat16>& ahead = {}, Stores stores = Stores::cached);
 
 // y[i] = (x[i] - m) * inv_t - log_d. y may be x itself.
 void f32_log_softmax_normalize(const float* x, float* y, std::size_t n, float m, double inv_t, float log_d,

@@ -10,7 +10,9 @@
 #define SMAX_CPU_SIMD_WALK_INL_H_
 #endif
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 
 #include <hwy/highway.h>
@@ -73,6 +75,28 @@ HWY_INLINE void Walk(D d, std::size_t n, bool backward, Full&& full, One&& one, 
     for (; i >= U; i -= U) full(i - U);
     for (; i >= N; i -= N) one(i - N);
     if (i > 0) tail(0, i);
+  }
+}
+
+// Visits [0, n) with whole vectors whose part of y (the row written) lies at
+// addresses aligned to the vector, as streaming stores need them: whole(i) handles
+// [i, i + Lanes), part(i, count) the up to two pieces (count < Lanes) before and
+// after, from the start or (backward) from the end. y must be aligned to sizeof(T).
+template <class D, class T, class Whole, class Part>
+HWY_INLINE void WalkAligned(D d, const T* y, std::size_t n, bool backward, Whole&& whole, Part&& part) {
+  const std::size_t N = hn::Lanes(d);
+  const std::size_t bytes = N * sizeof(T);
+  const std::size_t misalignment = reinterpret_cast<std::uintptr_t>(y) % bytes;
+  const std::size_t head = std::min(n, (bytes - misalignment) % bytes / sizeof(T));
+  const std::size_t body_end = head + (n - head) / N * N;
+  if (!backward) {
+    if (head > 0) part(0, head);
+    for (std::size_t i = head; i < body_end; i += N) whole(i);
+    if (body_end < n) part(body_end, n - body_end);
+  } else {
+    if (body_end < n) part(body_end, n - body_end);
+    for (std::size_t i = body_end; i > head; i -= N) whole(i - N);
+    if (head > 0) part(0, head);
   }
 }
 
