@@ -196,13 +196,18 @@ HWY_INLINE void FetchAhead(const Ahead<T>& ahead, std::size_t i, std::size_t cou
   }
 }
 
+// A pass's side job (RExp): side(i, count) runs beside each step over [i, i + count).
+struct NoSide {
+  HWY_INLINE void operator()(std::size_t, std::size_t) const {}
+};
+
 // The sum of exp((x - m) / T) over [0, n) with the functor `exp_of` (WithExp),
 // forward or backward, the terms at the max counted apart with kSplitAtMax (ExpSum).
 // With kStore (the fused variant's middle pass; forward only) each exp is also stored
-// to e. `ahead` is fetched meanwhile.
-template <bool kStore, bool kSplitAtMax, class T, class Exp>
+// to e. `ahead` is fetched meanwhile, and `side` runs beside each step.
+template <bool kStore, bool kSplitAtMax, class T, class Exp, class Side = NoSide>
 HWY_INLINE ExpSum RExp(const Exp& exp_of, const T* x, float* e, std::size_t n, bool backward,
-                       const Ahead<T>& ahead) {
+                       const Ahead<T>& ahead, const Side& side = {}) {
   const DF d;
   const std::size_t N = hn::Lanes(d);
   const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
@@ -214,6 +219,7 @@ HWY_INLINE ExpSum RExp(const Exp& exp_of, const T* x, float* e, std::size_t n, b
       d, n, backward,
       [&](std::size_t i) {
         FetchAhead(ahead, i, 4 * N);
+        side(i, 4 * N);
         VF z0, z1, z2, z3;
         const VF e0 = exp_of(d, LoadF32(d, x + i), z0);
         const VF e1 = exp_of(d, LoadF32(d, x + i + N), z1);
@@ -227,12 +233,14 @@ HWY_INLINE ExpSum RExp(const Exp& exp_of, const T* x, float* e, std::size_t n, b
         s1.Add(e2, z2, e3, z3);
       },
       [&](std::size_t i) {
+        side(i, N);
         VF z;
         const VF ev = exp_of(d, LoadF32(d, x + i), z);
         store(ev, i);
         s0.Add(ev, z);
       },
       [&](std::size_t i, std::size_t count) {
+        side(i, count);
         VF z;
         const VF ev = exp_of(d, LoadTailF32(d, x + i, count, neg_inf), z);  // -inf adds 0
         if constexpr (kStore) StoreTail(d, ev, e + i, count);
@@ -381,9 +389,10 @@ HWY_INLINE double ExpsInRegisters(const Exp& exp_of, VF (&v)[kVectors]) {
 // store per element, no second pass over memory. The same arithmetic as the fused
 // passes (pairs of terms added in float, widened into double lanes, 1 / d rounded to
 // float). Returns false, writing nothing, if the max is not finite (NaN, +inf, or an
-// all -inf row): the general path decides those rows.
+// all -inf row): the general path decides those rows. With `stream` (float rows
+// aligned to the vector) whole vectors go out with streaming stores.
 template <class T, std::size_t kVectors>
-bool SoftmaxInRegistersT(const T* x, T* y, std::size_t n, const InverseTemperature& inv) {
+bool SoftmaxInRegistersT(const T* x, T* y, std::size_t n, const InverseTemperature& inv, bool stream) {
   const DF d;
   const std::size_t N = hn::Lanes(d);
   const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
@@ -406,6 +415,12 @@ bool SoftmaxInRegistersT(const T* x, T* y, std::size_t n, const InverseTemperatu
   const VF scale = hn::Set(d, static_cast<float>(1.0 / sum));
   for (std::size_t k = 0; k < kVectors; ++k) {
     if (k < full) {
+      if constexpr (std::is_same_v<T, float>) {
+        if (stream) {
+          hn::Stream(hn::Mul(v[k], scale), d, y + k * N);
+          continue;
+        }
+      }
       StoreF32(d, hn::Mul(v[k], scale), y + k * N);
     } else if (k == full && tail > 0) {
       StoreTailF32(d, hn::Mul(v[k], scale), y + k * N, tail);
@@ -418,18 +433,30 @@ bool SoftmaxInRegistersT(const T* x, T* y, std::size_t n, const InverseTemperatu
 // rows take the fused passes over L1.
 inline constexpr std::size_t kMaxRegisterVectors = 16;
 
+// Whether float rows at y, y_row_stride apart, are all aligned to the vector.
+HWY_INLINE bool RowsAligned(const float* y, std::ptrdiff_t y_row_stride) {
+  const std::size_t vector_bytes = hn::Lanes(DF()) * sizeof(float);
+  return reinterpret_cast<std::uintptr_t>(y) % vector_bytes == 0 &&
+         static_cast<std::size_t>(y_row_stride) * sizeof(float) % vector_bytes == 0;
+}
+
 // Rows one after another in one call: no dispatch or set-up per row, and the
 // out-of-order core overlaps one row's reductions with the next row's loads.
+// Streaming stores where asked for float rows that are all aligned to the vector.
 template <class T, std::size_t kVectors>
 std::size_t RowsInRegistersT(const T* x, std::ptrdiff_t x_row_stride, T* y, std::ptrdiff_t y_row_stride,
-                             std::size_t rows, std::size_t n, const InverseTemperature& inv) {
-  for (std::size_t r = 0; r < rows; ++r) {
+                             std::size_t rows, std::size_t n, const InverseTemperature& inv, Stores stores) {
+  bool stream = false;
+  if constexpr (std::is_same_v<T, float>) stream = stores == Stores::streaming && RowsAligned(y, y_row_stride);
+  std::size_t r = 0;
+  for (; r < rows; ++r) {
     const auto offset = static_cast<std::ptrdiff_t>(r);
-    if (!SoftmaxInRegistersT<T, kVectors>(x + offset * x_row_stride, y + offset * y_row_stride, n, inv)) {
-      return r;
+    if (!SoftmaxInRegistersT<T, kVectors>(x + offset * x_row_stride, y + offset * y_row_stride, n, inv, stream)) {
+      break;
     }
   }
-  return rows;
+  if (stream) hwy::FlushStream();
+  return r;
 }
 
 // Longer rows by the fused passes: the max, one pass that stores the exps (to y for
@@ -480,15 +507,75 @@ std::size_t RowsFusedPasses(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t 
   return rows;
 }
 
+// Float rows whose outputs stream, each row's scaling pass run inside the next row's
+// exp pass: every step of that pass also scales and streams the same stretch of the
+// previous row (whose exps wait in the other half of `buffer`, 2n floats), so that
+// the stores to memory overlap the arithmetic instead of following it. The outputs
+// (every row of y) must be aligned to the vector, since the steps follow x.
+std::size_t RowsFusedPipelined(const float* x, std::ptrdiff_t xs, float* y, std::ptrdiff_t ys, std::size_t rows,
+                               std::size_t n, const InverseTemperature& inv, float* buffer) {
+  const DF d;
+  const std::size_t N = hn::Lanes(d);
+  struct Pending {
+    const float* e = nullptr;
+    float* y = nullptr;
+    float scale = 0;
+  };
+  Pending pending;
+  // Scales and streams [i, i + count) of the pending row.
+  auto drain = [&](std::size_t i, std::size_t count) {
+    if (pending.e == nullptr) return;
+    const VF scale = hn::Set(d, pending.scale);
+    if (count < N) {
+      StoreTail(d, hn::Mul(LoadTail(d, pending.e + i, count, hn::Zero(d)), scale), pending.y + i, count);
+      return;
+    }
+    for (std::size_t k = 0; k < count; k += N) {
+      hn::Stream(hn::Mul(hn::LoadU(d, pending.e + i + k), scale), d, pending.y + i + k);
+    }
+  };
+  auto finish = [&]() {
+    if (pending.e != nullptr) {
+      Walk<1>(
+          d, n, false, [&](std::size_t i) { drain(i, N); }, [&](std::size_t i) { drain(i, N); },
+          [&](std::size_t i, std::size_t count) { drain(i, count); });
+    }
+    hwy::FlushStream();
+  };
+  const bool prefetch = n * sizeof(float) <= kPrefetchRowBytes;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* xr = x + static_cast<std::ptrdiff_t>(r) * xs;
+    const float m = RMax(xr, n);
+    if (!std::isfinite(m)) {
+      finish();
+      return r;
+    }
+    float* e = buffer + (r % 2) * n;
+    const Ahead<float> next{prefetch && r + 1 < rows ? xr + xs : nullptr, nullptr};
+    const ExpSum sum = WithExp<float>(
+        m, inv, [&](const auto& exp_of) { return RExp<true, false>(exp_of, xr, e, n, false, next, drain); });
+    pending = {e, y + static_cast<std::ptrdiff_t>(r) * ys, static_cast<float>(1.0 / sum.below_max)};
+  }
+  finish();
+  return rows;
+}
+
 template <class T>
 std::size_t SoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows, std::size_t n,
                         const InverseTemperature& inv, float* buffer, Stores stores) {
   const std::size_t N = hn::Lanes(DF());
   if (n == 0) return 0;
-  if (n <= 2 * N) return RowsInRegistersT<T, 2>(x, xs, y, ys, rows, n, inv);
-  if (n <= 4 * N) return RowsInRegistersT<T, 4>(x, xs, y, ys, rows, n, inv);
-  if (n <= 8 * N) return RowsInRegistersT<T, 8>(x, xs, y, ys, rows, n, inv);
-  if (n <= kMaxRegisterVectors * N) return RowsInRegistersT<T, kMaxRegisterVectors>(x, xs, y, ys, rows, n, inv);
+  if (n <= 2 * N) return RowsInRegistersT<T, 2>(x, xs, y, ys, rows, n, inv, stores);
+  if (n <= 4 * N) return RowsInRegistersT<T, 4>(x, xs, y, ys, rows, n, inv, stores);
+  if (n <= 8 * N) return RowsInRegistersT<T, 8>(x, xs, y, ys, rows, n, inv, stores);
+  if (n <= kMaxRegisterVectors * N) {
+    return RowsInRegistersT<T, kMaxRegisterVectors>(x, xs, y, ys, rows, n, inv, stores);
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (stores == Stores::streaming && RowsAligned(y, ys) && 2 * n <= kFusedMaxLength) {
+      return RowsFusedPipelined(x, xs, y, ys, rows, n, inv, buffer);
+    }
+  }
   return RowsFusedPasses(x, xs, y, ys, rows, n, inv, buffer, stores);
 }
 

@@ -69,8 +69,9 @@ ExpSum f32_rstore_exp_minus_max(const bfloat16* x, float* e, std::size_t n, floa
 // The whole softmax of contiguous rows [0, rows) at the given row strides (elements),
 // in one call: rows of up to 16 vectors (256 floats with AVX-512, 128 with AVX2) are
 // held in registers (each element read once and written once); longer ones take the
-// fused passes (the max; the exps stored, to y for float rows or to `buffer`, n
-// floats, for 16-bit ones and for float rows with Stores::streaming; then scaled).
+// fused passes (the max; the exps stored, to y for float rows or to `buffer`, of
+// kFusedMaxLength floats, for 16-bit ones and for float rows with Stores::streaming,
+// whose scaling pass then runs inside the next row's exp pass; then scaled).
 // Returns the number of leading rows done: fewer than `rows` where a row's max is not
 // finite (NaN, +inf, all -inf), which is left unwritten for the general path.
 std::size_t f32_softmax_rows(const float* x, std::ptrdiff_t x_row_stride, float* y, std::ptrdiff_t y_row_stride,
