@@ -32,9 +32,9 @@ std::vector<std::string> lines_of(const std::string& text) {
   return lines;
 }
 
-const std::vector<std::string> kSmaxImpls{"smax:auto",  "smax:online",        "smax:online-forward",
-                                          "smax:tiled", "smax:tiled-forward", "smax:safe",
-                                          "smax:fused", "smax:naive"};
+const std::vector<std::string> kSmaxImpls{"smax:auto",          "smax:auto-cached", "smax:online",
+                                          "smax:online-forward", "smax:tiled",       "smax:tiled-forward",
+                                          "smax:safe",           "smax:fused",       "smax:naive"};
 
 // Runs the tool and returns its result; the command line is in the failure message.
 RunResult bench(const std::vector<std::string>& args) {

@@ -42,10 +42,13 @@ struct Variant {
   const char* name;
   Algorithm algorithm;
   PassOrder order;
+  Stores stores = Stores::automatic;
 };
 
 constexpr std::array kVariants{
     Variant{"smax:auto", Algorithm::automatic, PassOrder::reverse},
+    // auto with every store through the cache: beside smax:auto, what streaming gives.
+    Variant{"smax:auto-cached", Algorithm::automatic, PassOrder::reverse, Stores::cached},
     Variant{"smax:online", Algorithm::online, PassOrder::reverse},
     Variant{"smax:online-forward", Algorithm::online, PassOrder::forward},
     Variant{"smax:tiled", Algorithm::tiled, PassOrder::reverse},
@@ -65,6 +68,7 @@ Implementation smax_implementation(const Variant& variant) {
             options.axis = point.axis;
             options.algorithm = variant.algorithm;
             options.pass_order = variant.order;
+            options.stores = variant.stores;
             options.threads = threads;
             // The plan says what `auto` picks and how many threads a call really
             // uses (smax splits rows, not one row, over threads).
@@ -74,6 +78,7 @@ Implementation smax_implementation(const Variant& variant) {
               note += plan.pass_order == PassOrder::forward ? " forward" : " reverse";
             }
             note += ", " + std::to_string(plan.threads) + " thread(s)";
+            if (plan.stores == Stores::streaming) note += ", streaming";
             Kernel kernel = [point, options](const void* x, void* y) {
               smax::softmax(TensorView(x, point.dtype, point.shape), MutableTensorView(y, point.dtype, point.shape),
                             options);

@@ -35,6 +35,14 @@ std::string gbps_text(double gbps) {
   return printf_text("%.0f", gbps);
 }
 
+// What auto ran, from its note ("fused over chunks, 2 thread(s), streaming"): the
+// variant, and whether its output streamed.
+std::string auto_ran(const std::string& note) {
+  std::string text = note.substr(0, note.find(','));
+  if (note.ends_with(", streaming")) text += ", streaming";
+  return text;
+}
+
 std::string percent_text(double fraction) {
   if (std::isnan(fraction)) return "-";
   return printf_text(fraction < 0.1 ? "%.1f%%" : "%.0f%%", fraction * 100);
@@ -271,7 +279,7 @@ void print_workload(std::ostream& out, const std::string& workload, const RunInf
       const bool usable = automatic && !automatic->skipped;
       out << pad_left(usable ? percent_text(automatic->copy_fraction) : "-", 11)
           << pad_left(usable ? ratio_text(automatic->best_library_ratio) : "-", 10) << "  "
-          << (automatic ? automatic->note.substr(0, automatic->note.find(',')) : "-");
+          << (automatic ? auto_ran(automatic->note) : "-");
     }
     out << '\n';
     i = end;

@@ -129,8 +129,8 @@ Options:
 
 constexpr std::string_view kBench = R"(Usage: smax bench [options]
 
-Times every smax variant (auto, online, online-forward, tiled, tiled-forward,
-safe, fused, naive) side by side with a plain copy of the same bytes (the
+Times every smax variant (auto, auto-cached, online, online-forward, tiled,
+tiled-forward, safe, fused, naive) side by side with a plain copy of the same bytes (the
 physical limit, on as many threads) and the other libraries this build found
 (oneDNN, XNNPACK), on the same data, and prints one table per workload:
 GB/s = (input + output bytes) / median time, auto's fraction of copy and its
