@@ -75,10 +75,13 @@ std::int64_t panel_width(Op op, std::int64_t length, std::int64_t element_bytes,
 }
 
 // Only the row kernels' f32 softmax output passes stream (f32_rows.hpp); column
-// panels and naive's scalar loop store through the cache.
+// panels, naive's scalar loop and fused over chunks (whose exps wait in the output
+// itself) store through the cache.
 void choose_stores(Plan& plan, Op op, DType dtype, std::int64_t elements, bool columns, Stores asked,
                    const MachineInfo& m) {
-  const bool can_stream = op == Op::softmax && dtype == DType::f32 && !columns && plan.algorithm != Algorithm::naive;
+  const bool fused_over_chunks = plan.algorithm == Algorithm::fused && plan.chunk > 0;
+  const bool can_stream = op == Op::softmax && dtype == DType::f32 && !columns &&
+                          plan.algorithm != Algorithm::naive && !fused_over_chunks;
   if (!can_stream || asked == Stores::cached) return;
   if (asked == Stores::streaming) {
     plan.stores = Stores::streaming;

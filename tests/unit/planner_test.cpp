@@ -72,6 +72,12 @@ TEST_F(Planner, StoresStreamOnlyF32SoftmaxOutputs) {
     options.algorithm = Algorithm::naive;
     EXPECT_EQ(plan(Op::softmax, large, DType::f32, options).stores, Stores::cached);
   }
+  // Rows that run fused over chunks keep their exps in the output.
+  const std::array<std::int64_t, 2> chunked{64, 3 * kFusedMaxLength};
+  const PlanInfo p = plan(Op::softmax, chunked, DType::f32, {.stores = Stores::streaming});
+  if (p.algorithm == Algorithm::fused && p.chunk_length > 0) {
+    EXPECT_EQ(p.stores, Stores::cached) << p.reason;
+  }
 }
 
 TEST_F(Planner, RowsMuchLargerThanL2AreOnline) {
