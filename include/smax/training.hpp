@@ -91,7 +91,8 @@ struct CrossEntropyOptions {
 // Optional outputs, computed in the same call as the loss.
 struct CrossEntropyOutputs {
   // log_softmax(logits) along the class axis (ONNX's second output): the logits'
-  // shape and dtype.
+  // shape and dtype. May be the logits themselves (same data and strides), unless
+  // grad is.
   std::optional<MutableTensorView> log_prob = std::nullopt;
   // d(loss)/d(logits) for the reduced loss (scaled by 1 / the weight sum under mean;
   // under none, for the sum of the per-sample losses): the logits' shape and dtype.

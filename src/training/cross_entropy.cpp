@@ -312,6 +312,7 @@ class RowKernel {
         x_(reinterpret_cast<const T*>(r.logits)),
         grad_(reinterpret_cast<T*>(r.grad)),
         log_prob_(reinterpret_cast<T*>(r.log_prob)),
+        log_prob_replaces_logits_(r.log_prob != nullptr && r.log_prob == r.logits),
         weight_sum_(class_weight_sum),
         grad_scale_(r.reduction == Reduction::mean ? 1.0 / r.weight_total : 1.0),
         stored_exps_(uses_stored_exps()),
@@ -334,16 +335,30 @@ class RowKernel {
     }
     const Stats<double> stats = logit_stats(x_ + s.logits, xs, n, double_exps_ ? &scratch.wide : nullptr);
     const bool finite = std::isfinite(stats.m);
-    const double m = stats.m;
     const double log_d = finite ? std::log1p(stats.d.minus_one()) : kNaN;
-    if (log_prob_ != nullptr) {
-      // log_softmax of the row, as the forward op gives it: a non-finite max makes
-      // the row NaN (all -inf included).
+    // log_softmax of the row, as the forward op gives it: a non-finite max makes the
+    // row NaN (all -inf included). Written before the gradient (which may replace the
+    // logits), or after everything else where it replaces the logits itself.
+    auto write_log_prob = [&] {
+      if (log_prob_ == nullptr) return;
       for (std::int64_t c = 0; c < n; ++c) {
-        const double v = finite ? (load(c, s) - m) - log_d : kNaN;
+        const double v = finite ? (load(c, s) - stats.m) - log_d : kNaN;
         store(log_prob_, s.log_prob + c * r_.class_stride[kLogProb], v);
       }
-    }
+    };
+    if (!log_prob_replaces_logits_) write_log_prob();
+    const double loss = loss_and_gradient(s, t, ignored, stats, log_d);
+    if (log_prob_replaces_logits_) write_log_prob();
+    return loss;
+  }
+
+ private:
+  // The rest of run() after the row's (max, sum): the loss, and the gradient if asked.
+  double loss_and_gradient(const Sample& s, std::int64_t t, bool ignored, const Stats<double>& stats,
+                           double log_d) const {
+    const std::int64_t n = r_.classes;
+    const bool finite = std::isfinite(stats.m);
+    const double m = stats.m;
     if (ignored) {
       // A constant 0 loss: its gradient is exactly 0, whatever the logits hold.
       fill_grad(s, 0.0);
@@ -385,7 +400,6 @@ class RowKernel {
     return sum_a * log_d + offsets.hi();
   }
 
- private:
   // What the gradient S * p_c - a_c of a row needs besides x_c and a_c.
   struct GradientTerms {
     GradientTerms(const Stats<double>& stats, double hi, double lo)
@@ -613,6 +627,7 @@ class RowKernel {
   const T* x_;
   T* grad_;
   T* log_prob_;
+  bool log_prob_replaces_logits_;  // the same data and strides (the only overlap allowed)
   double weight_sum_;  // sum of every class's weight (C without weights)
   double grad_scale_;
   bool stored_exps_;   // run_with_stored_exps takes every row it can
