@@ -132,7 +132,9 @@ void split_row(const Row<T>& row, const RowParams& p) {
             continue;
           }
         }
-        write_pass(row, begin(c), end(c), f, p.order, p.stores,
+        // The order applies to the chunks (reverse starts on those pass 1 left in
+        // cache); each chunk is walked forward, the direction the prefetchers follow.
+        write_pass(row, begin(c), end(c), f, PassOrder::forward, p.stores,
                    k + 1 < count ? ahead(chunk_at(k + 1), true) : simd::Ahead<T>{});
       }
     });
