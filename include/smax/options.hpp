@@ -27,10 +27,10 @@ enum class AllMasked : std::uint8_t {
   zero,  // softmax 0 and log_softmax -inf, as attention code wants
 };
 
-// How softmax writes its output. Streaming (non-temporal) stores go around the cache:
-// no read for ownership of each line, so a memory-bound call moves a third fewer
-// bytes, but the output is then not in cache for whatever reads it next. Only f32
-// softmax outputs stream (the other dtypes and ops, and naive, always store through
+// How softmax and log_softmax write their output. Streaming (non-temporal) stores go
+// around the cache: no read for ownership of each line, so a memory-bound call moves a
+// third fewer bytes, but the output is then not in cache for whatever reads it next.
+// Only f32 outputs stream (the other dtypes, logsumexp and naive always store through
 // the cache).
 enum class Stores : std::uint8_t {
   automatic,  // streaming where the call moves more than a quarter of the last-level cache
@@ -49,7 +49,7 @@ struct Options {
   int threads = 0;                        // 0 = all cores
   AllMasked all_masked = AllMasked::nan;
   bool keepdims = false;                  // logsumexp only: keep the reduced axis as 1
-  Stores stores = Stores::automatic;      // softmax's f32 output: through the cache or around it
+  Stores stores = Stores::automatic;      // an f32 output of softmax, log_softmax: through the cache or around it
 };
 
 std::string_view to_string(Algorithm algorithm) noexcept;   // "auto", "naive", ...

@@ -145,6 +145,7 @@ def log_softmax(
     algorithm: Algorithm = "auto",
     pass_order: PassOrder = "reverse",
     all_masked: AllMasked = "nan",
+    stores: Stores = "auto",
     out: Optional[Any] = None,
     threads: Optional[int] = None,
 ) -> ArrayT:
@@ -157,7 +158,7 @@ def log_softmax(
     >>> print(smax.log_softmax(np.array([0.0, 0.0, 1000.0])))
     [-1000. -1000.     0.]
     """
-    return _elementwise("log_softmax", x, axis, temperature, algorithm, pass_order, all_masked, out, threads)
+    return _elementwise("log_softmax", x, axis, temperature, algorithm, pass_order, all_masked, out, threads, stores)
 
 
 def logsumexp(

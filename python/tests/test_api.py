@@ -51,6 +51,7 @@ def test_streaming_stores_write_the_cached_bits():
             streamed = smax.softmax(x, algorithm=algorithm, stores="streaming")
             np.testing.assert_allclose(streamed, cached, rtol=2e-6, atol=0)
         np.testing.assert_array_equal(smax.softmax(x, stores="streaming"), cached)
+        np.testing.assert_array_equal(smax.log_softmax(x, stores="streaming"), smax.log_softmax(x, stores="cached"))
 
 
 def test_plan_errors():

@@ -121,7 +121,7 @@ void write_pass(const Row<T>& row, std::int64_t begin, std::int64_t end, const N
       const bool backward = order == PassOrder::reverse;
       if (f.op == Op::log_softmax) {
         simd::f32_log_softmax_normalize(row.x + begin, row.y + begin, n, static_cast<float>(f.m),
-                                        static_cast<double>(f.inv_t), static_cast<float>(f.log_d), backward);
+                                        static_cast<double>(f.inv_t), static_cast<float>(f.log_d), backward, stores);
       } else {
         simd::f32_softmax_normalize(row.x + begin, row.y + begin, n, static_cast<float>(f.m),
                                     static_cast<double>(f.inv_t), static_cast<float>(f.scale), backward, ahead, stores);

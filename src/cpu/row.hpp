@@ -29,7 +29,7 @@ struct RowParams {
   std::int64_t chunk = 0;                // split rows: elements per chunk
   int row_threads = 1;                   // split rows: threads sharing one row
   bool store_exps = false;               // split rows: fused over chunks (split_row.hpp)
-  Stores stores = Stores::cached;        // softmax's output pass (never automatic)
+  Stores stores = Stores::cached;        // the output pass of softmax and log_softmax (never automatic)
 };
 
 }  // namespace smax::cpu

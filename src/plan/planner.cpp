@@ -74,13 +74,13 @@ std::int64_t panel_width(Op op, std::int64_t length, std::int64_t element_bytes,
   return std::min(inner_extent, ((inner_extent + panels - 1) / panels + line - 1) / line * line);
 }
 
-// Only the row kernels' f32 softmax output passes stream (f32_rows.hpp); column
+// Only the row kernels' f32 softmax and log_softmax output passes stream (f32_rows.hpp); column
 // panels, naive's scalar loop and fused over chunks (whose exps wait in the output
 // itself) store through the cache.
 void choose_stores(Plan& plan, Op op, DType dtype, std::int64_t elements, bool columns, Stores asked,
                    const MachineInfo& m) {
   const bool fused_over_chunks = plan.algorithm == Algorithm::fused && plan.chunk > 0;
-  const bool can_stream = op == Op::softmax && dtype == DType::f32 && !columns &&
+  const bool can_stream = op != Op::logsumexp && dtype == DType::f32 && !columns &&
                           plan.algorithm != Algorithm::naive && !fused_over_chunks;
   if (!can_stream || asked == Stores::cached) return;
   if (asked == Stores::streaming) {

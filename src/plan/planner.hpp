@@ -32,7 +32,8 @@ inline constexpr std::int64_t kSplitMinLength = 65536;
 inline constexpr std::int64_t kChunkLength = 16384;
 
 // Under Stores::automatic, a call that moves more than this share of the last-level
-// cache (input plus output) writes softmax's f32 output with streaming stores: such
+// cache (input plus output) writes an f32 softmax or log_softmax output with streaming
+// stores: such
 // an output would not stay in
 // a cache shared with the other cores and their data, and streaming skips the read
 // for ownership of every line, a third of a cached write's traffic. Measured on the

@@ -52,7 +52,7 @@ TEST_F(Planner, F32SoftmaxRowsThatFitInCacheRunFusedOverChunks) {
   EXPECT_NE(plan(Op::log_softmax, shape, DType::f32).algorithm, Algorithm::fused);
 }
 
-TEST_F(Planner, StoresStreamOnlyF32SoftmaxOutputs) {
+TEST_F(Planner, StoresStreamOnlyF32SoftmaxAndLogSoftmaxOutputs) {
   // Input and output together are 4 / 3 of the last-level cache: auto streams.
   const std::array<std::int64_t, 2> large{machine().l3_bytes / 6 / 4096, 4096};
   const std::array<std::int64_t, 2> small{64, 1000};
@@ -61,9 +61,10 @@ TEST_F(Planner, StoresStreamOnlyF32SoftmaxOutputs) {
   EXPECT_EQ(plan(Op::softmax, small, DType::f32).stores, Stores::cached);
   EXPECT_EQ(plan(Op::softmax, large, DType::f32, {.stores = Stores::cached}).stores, Stores::cached);
   EXPECT_EQ(plan(Op::softmax, small, DType::f32, {.stores = Stores::streaming}).stores, Stores::streaming);
+  EXPECT_EQ(plan(Op::log_softmax, large, DType::f32).stores, Stores::streaming);
   // What cannot stream stores through the cache, whatever was asked.
   for (Options options : {Options{.stores = Stores::streaming}, Options{.stores = Stores::automatic}}) {
-    EXPECT_EQ(plan(Op::log_softmax, large, DType::f32, options).stores, Stores::cached);
+    EXPECT_EQ(plan(Op::logsumexp, large, DType::f32, options).stores, Stores::cached);
     EXPECT_EQ(plan(Op::softmax, large, DType::bf16, options).stores, Stores::cached);
     EXPECT_EQ(plan(Op::softmax, large, DType::f64, options).stores, Stores::cached);
     options.axis = 0;  // column panels

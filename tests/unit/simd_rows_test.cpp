@@ -123,9 +123,10 @@ TEST_P(SimdRows, InPlaceWorks) {
   }
 }
 
-// Streaming stores (f32 softmax; the other dtypes store through the cache whatever is
-// asked) write the same bits as cached stores, on every target, for every variant and
-// pass order, lengths around every vector width, misaligned rows and in place.
+// Streaming stores (f32 softmax and log_softmax; the other dtypes store through the
+// cache whatever is asked) write the same bits as cached stores, on every target, for
+// every variant and pass order, lengths around every vector width, misaligned rows
+// and in place.
 TEST_P(SimdRows, StreamingStoresWriteTheCachedBits) {
   for (std::int64_t target : simd_targets()) {
     SCOPED_TRACE(hwy::TargetName(target));
@@ -135,18 +136,22 @@ TEST_P(SimdRows, StreamingStoresWriteTheCachedBits) {
           SCOPED_TRACE("n=" + std::to_string(n) + (layout == Layout::misaligned ? " misaligned" : ""));
           TestTensor x(GetParam(), {3, n}, layout);
           fill_normal(x, rng(), Distribution{2.0, 4.0});
-          const Expected expected = reference_nd(Op::softmax, x, Options{});
-          for (Algorithm algorithm : kSimdAlgorithms) {
-            if (algorithm == Algorithm::fused && n > kFusedMaxLength) continue;
-            for (PassOrder order : kOrders) {
-              Options options{.algorithm = algorithm, .pass_order = order, .stores = Stores::cached};
-              const TestTensor cached = run_and_check(Op::softmax, x, options, layout, expected);
-              options.stores = Stores::streaming;
-              const TestTensor streamed = run_and_check(Op::softmax, x, options, layout, expected);
-              TestTensor in_place = x;
-              run_op(Op::softmax, in_place.view(), in_place.mutable_view(), options);
-              ASSERT_TRUE(bitwise_equal(streamed, cached)) << to_string(algorithm) << ' ' << to_string(order);
-              ASSERT_TRUE(bitwise_equal(in_place, cached)) << to_string(algorithm) << ' ' << to_string(order);
+          for (Op op : {Op::softmax, Op::log_softmax}) {
+            const Expected expected = reference_nd(op, x, Options{});
+            for (Algorithm algorithm : kSimdAlgorithms) {
+              if (algorithm == Algorithm::fused && n > kFusedMaxLength) continue;
+              for (PassOrder order : kOrders) {
+                SCOPED_TRACE(std::string(to_string(op)) + ' ' + std::string(to_string(algorithm)) + ' ' +
+                             std::string(to_string(order)));
+                Options options{.algorithm = algorithm, .pass_order = order, .stores = Stores::cached};
+                const TestTensor cached = run_and_check(op, x, options, layout, expected);
+                options.stores = Stores::streaming;
+                const TestTensor streamed = run_and_check(op, x, options, layout, expected);
+                TestTensor in_place = x;
+                run_op(op, in_place.view(), in_place.mutable_view(), options);
+                ASSERT_TRUE(bitwise_equal(streamed, cached));
+                ASSERT_TRUE(bitwise_equal(in_place, cached));
+              }
             }
           }
         }

@@ -346,24 +346,28 @@ void SoftmaxNormalize(const T* x, T* y, std::size_t n, float m, const InverseTem
 
 template <class T, bool kUnitT>
 void LogSoftmaxNormalizeT(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv, float log_d,
-                          bool backward) {
+                          bool backward, Stores stores) {
   const DF d;
   const ArgConsts c(d, m, inv);
   const VF vlog_d = hn::Set(d, log_d);
-  Map(d, x, y, n, backward, [&](VF v) {
+  const auto f = [&](VF v) {
     VF z, z_lo;
     ScaledDifference<kUnitT>(d, c.t, v, c.neg_m, z, z_lo);  // z_lo zeroed where it is no small correction
     return hn::Sub(hn::Add(z, z_lo), vlog_d);
-  });
+  };
+  if constexpr (std::is_same_v<T, float>) {
+    if (Streams(stores, y)) return MapStreaming(d, x, y, n, backward, f);
+  }
+  Map(d, x, y, n, backward, f);
 }
 
 template <class T>
 void LogSoftmaxNormalize(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv, float log_d,
-                         bool backward) {
+                         bool backward, Stores stores) {
   if (inv.unit) {
-    LogSoftmaxNormalizeT<T, true>(x, y, n, m, inv, log_d, backward);
+    LogSoftmaxNormalizeT<T, true>(x, y, n, m, inv, log_d, backward, stores);
   } else {
-    LogSoftmaxNormalizeT<T, false>(x, y, n, m, inv, log_d, backward);
+    LogSoftmaxNormalizeT<T, false>(x, y, n, m, inv, log_d, backward, stores);
   }
 }
 
@@ -635,8 +639,8 @@ void Convert(const T* x, float* wide, T* y, std::size_t n) {
     SoftmaxNormalize(x, y, n, m, inv, scale, back, ahead, stores);                                              \
   }                                                                                                             \
   void LogSoftmaxNormalize##Suffix(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv,           \
-                                   float log_d, bool back) {                                                    \
-    LogSoftmaxNormalize(x, y, n, m, inv, log_d, back);                                                          \
+                                   float log_d, bool back, Stores stores) {                                     \
+    LogSoftmaxNormalize(x, y, n, m, inv, log_d, back, stores);                                                  \
   }
 
 SMAX_ROW_KERNELS(F32, float)
@@ -685,9 +689,9 @@ namespace smax::cpu::simd {
     (x, y, n, m, InverseTemperature::of(inv_t), scale, backward, ahead, stores);                                  \
   }                                                                                                               \
   void f32_log_softmax_normalize(const T* x, T* y, std::size_t n, float m, double inv_t, float log_d,             \
-                                 bool backward) {                                                                 \
+                                 bool backward, Stores stores) {                                                  \
     HWY_DYNAMIC_DISPATCH(LogSoftmaxNormalize##Suffix)                                                             \
-    (x, y, n, m, InverseTemperature::of(inv_t), log_d, backward);                                                 \
+    (x, y, n, m, InverseTemperature::of(inv_t), log_d, backward, stores);                                         \
   }
 
 SMAX_EXPORT_ROW_KERNELS(F32, float)

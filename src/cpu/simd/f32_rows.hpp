@@ -99,13 +99,14 @@ void f32_softmax_normalize(const half* x, half* y, std::size_t n, float m, doubl
 void f32_softmax_normalize(const bfloat16* x, bfloat16* y, std::size_t n, float m, double inv_t, float scale,
                            bool backward, const Ahead<bfloat16>& ahead = {}, Stores stores = Stores::cached);
 
-// y[i] = (x[i] - m) * inv_t - log_d. y may be x itself.
+// y[i] = (x[i] - m) * inv_t - log_d. y may be x itself. Stores as
+// f32_softmax_normalize's.
 void f32_log_softmax_normalize(const float* x, float* y, std::size_t n, float m, double inv_t, float log_d,
-                               bool backward);
+                               bool backward, Stores stores = Stores::cached);
 void f32_log_softmax_normalize(const half* x, half* y, std::size_t n, float m, double inv_t, float log_d,
-                               bool backward);
+                               bool backward, Stores stores = Stores::cached);
 void f32_log_softmax_normalize(const bfloat16* x, bfloat16* y, std::size_t n, float m, double inv_t, float log_d,
-                               bool backward);
+                               bool backward, Stores stores = Stores::cached);
 
 // y[i] = exp(z[i] + z_lo[i]) with the kernels' exp (0 below the normal range); for tests.
 void f32_exp_flush(const float* z, const float* z_lo, float* y, std::size_t n);
