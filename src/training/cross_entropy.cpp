@@ -278,7 +278,9 @@ Stats<double> logit_stats(const T* x, std::ptrdiff_t stride, std::int64_t n, std
       double* w = wide->data();
       for (std::int64_t i = begin; i < end; ++i) w[i - begin] = cpu::Element<T>::template load<double>(x[i * stride]);
       block.m = cpu::max_pass<double>(w, 1, 0, end - begin, -kInf);
-      if (std::isfinite(block.m)) cpu::sum_exp_pass<double>(w, 1, 0, end - begin, block.m, 1.0, PassOrder::forward, block.d);
+      if (std::isfinite(block.m)) {
+        cpu::sum_exp_pass<double>(w, 1, 0, end - begin, block.m, 1.0, PassOrder::forward, block.d);
+      }
     } else {
       block.m = cpu::max_pass<double>(x, stride, begin, end, -kInf);
       if (std::isfinite(block.m)) {
