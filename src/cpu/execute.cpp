@@ -136,7 +136,8 @@ void run_rows(const detail::Problem& p, RowKernel<T> kernel, const RowParams& pa
 // Every algorithm but naive (safe, fused, tiled, online, and auto's choice among them)
 // maps to the panel kernel there: it computes what they compute (the max, the exact
 // sum, the same exp), and its passes over a cache-sized panel are what suits columns,
-// whose elements lie a row apart. naive keeps its textbook rows (it overflows on
+// whose elements lie a row apart; online (and auto for panels beyond L2) takes its
+// two-pass form. naive keeps its textbook rows (it overflows on
 // purpose).
 
 struct ColumnSplit {
@@ -189,7 +190,8 @@ void run_panels(const detail::Problem& p, const ColumnSplit& split, const simd::
 
 template <class T>
 void run_columns(const detail::Problem& p, const detail::Plan& plan, const ColumnSplit& split) {
-  const simd::ColumnParams params{p.op, p.inv_temperature, p.all_masked};
+  const simd::ColumnParams params{p.op, p.inv_temperature, p.all_masked, plan.algorithm == Algorithm::online,
+                                   plan.stores};
   const std::int64_t units = split.outer_count * split.panels;
   const int threads = static_cast<int>(std::min<std::int64_t>(plan.threads, units));
   if (threads <= 1) {

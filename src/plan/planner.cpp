@@ -53,11 +53,12 @@ void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, const M
 
 // Panel width: the widest whose input and output (`length` x width elements each; the
 // input alone for logsumexp) fit in half of L2, so that the later passes read L2, not
-// memory; but rows of at least 4 KiB. A long axis (4096 along axis 0 leaves 32 f32
-// columns for half of L2) would otherwise read each row a few cache lines at a time,
-// a large stride apart: measured on the development VM (4096 x 4096 along axis 0, one
-// thread, from DRAM), panels of 1024 columns that stream from memory three times ran
-// two to three times as fast as panels of 64 columns sized for L2 (and a plain copy
+// memory; but rows of at least 4 KiB (such panels run online, choose_column_passes).
+// A long axis (4096 along axis 0 leaves 32 f32 columns for half of L2) would otherwise
+// read each row a few cache lines at a time, a large stride apart: measured on the
+// development VM (4096 x 4096 along axis 0, one thread, from DRAM), panels of 1024
+// columns that stream from memory three times ran two to three times as fast as
+// panels of 64 columns sized for L2 (and a plain copy
 // done in 64-column panels reached only 40% of the same copy done row by row). The
 // inner dimension is then cut into equal panels, rounded up to whole cache lines (two
 // threads then never write one line). The width depends on the shape and the
@@ -74,14 +75,45 @@ std::int64_t panel_width(Op op, std::int64_t length, std::int64_t element_bytes,
   return std::min(inner_extent, ((inner_extent + panels - 1) / panels + line - 1) / line * line);
 }
 
-// Only the row kernels' f32 softmax and log_softmax output passes stream (f32_rows.hpp); column
-// panels, naive's scalar loop and fused over chunks (whose exps wait in the output
-// itself) store through the cache.
+// A column panel's passes (f32_columns.hpp). One that fits in L2 (input and output)
+// takes three passes, of which only the first reads memory; a taller one (4096 x 4096
+// along axis 0: 32 MiB a panel) would read memory three times and write its exps
+// through it, so it runs online: a running max and sum per column in one read, then
+// the output pass. f64 panels always take three passes (f32_columns.hpp); an asked
+// online runs them there, and every other variant maps to them.
+void choose_column_passes(Plan& plan, Op op, DType dtype, std::int64_t panel_input_bytes, Algorithm asked,
+                          const MachineInfo& m) {
+  const std::int64_t panel_bytes = panel_input_bytes * (op == Op::logsumexp ? 1 : 2);
+  const std::string panel = "each panel (" + kib(panel_bytes) + ")";
+  if (asked != Algorithm::automatic) {
+    plan.algorithm = asked;
+    if (asked == Algorithm::online && dtype == DType::f64) {
+      plan.reason += "; online was asked for, but f64 panels take three passes";
+    } else if (asked == Algorithm::online) {
+      plan.reason += "; online was asked for: a running max and sum per column, then the output";
+    } else {
+      plan.reason += "; " + std::string(to_string(asked)) + " was asked for: three passes over " + panel;
+    }
+  } else if (panel_bytes > m.l2_bytes && dtype != DType::f64) {
+    plan.algorithm = Algorithm::online;
+    plan.reason += "; " + panel + " exceeds L2 (" + kib(m.l2_bytes) +
+                   "): online reads it twice (a running max and sum per column, then the output), not three times";
+  } else {
+    plan.algorithm = Algorithm::fused;
+    plan.reason += "; three passes over " + panel + (dtype == DType::f64 ? "" : ", which fits in L2 (" + kib(m.l2_bytes) + ")");
+  }
+}
+
+// Only the f32 softmax and log_softmax output passes of the row kernels
+// (f32_rows.hpp) and of online column panels stream; three-pass panels (whose exps
+// wait in the output), naive's scalar loop and fused over chunks (likewise) store
+// through the cache.
 void choose_stores(Plan& plan, Op op, DType dtype, std::int64_t elements, bool columns, Stores asked,
                    const MachineInfo& m) {
   const bool fused_over_chunks = plan.algorithm == Algorithm::fused && plan.chunk > 0;
-  const bool can_stream = op != Op::logsumexp && dtype == DType::f32 && !columns &&
-                          plan.algorithm != Algorithm::naive && !fused_over_chunks;
+  const bool can_stream = op != Op::logsumexp && dtype == DType::f32 &&
+                          (!columns || plan.algorithm == Algorithm::online) && plan.algorithm != Algorithm::naive &&
+                          !fused_over_chunks;
   if (!can_stream || asked == Stores::cached) return;
   if (asked == Stores::streaming) {
     plan.stores = Stores::streaming;
@@ -107,11 +139,12 @@ Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, std::
     // Every algorithm but naive computes what the panel kernel computes (the max, the
     // exact sum, the same exp); the panel's own schedule is what suits columns. naive
     // keeps its textbook rows (it overflows on purpose).
-    plan.algorithm = options.algorithm == Algorithm::automatic ? Algorithm::fused : options.algorithm;
-    plan.panel_width = panel_width(op, length, static_cast<std::int64_t>(size_of(dtype)), inner_extent, machine);
+    const std::int64_t element_bytes = static_cast<std::int64_t>(size_of(dtype));
+    plan.panel_width = panel_width(op, length, element_bytes, inner_extent, machine);
     plan.reason = "non-last axis of " + std::to_string(length) + " elements: column panels of " +
                   std::to_string(plan.panel_width) + " of the " + std::to_string(inner_extent) +
                   " contiguous columns, one softmax per vector lane";
+    choose_column_passes(plan, op, dtype, length * element_bytes * plan.panel_width, options.algorithm, machine);
   } else if (options.algorithm == Algorithm::automatic) {
     choose_variant(plan, op, dtype, length, machine);
   } else {

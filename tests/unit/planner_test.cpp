@@ -67,8 +67,12 @@ TEST_F(Planner, StoresStreamOnlyF32SoftmaxAndLogSoftmaxOutputs) {
     EXPECT_EQ(plan(Op::logsumexp, large, DType::f32, options).stores, Stores::cached);
     EXPECT_EQ(plan(Op::softmax, large, DType::bf16, options).stores, Stores::cached);
     EXPECT_EQ(plan(Op::softmax, large, DType::f64, options).stores, Stores::cached);
-    options.axis = 0;  // column panels
-    EXPECT_EQ(plan(Op::softmax, large, DType::f32, options).stores, Stores::cached);
+    // Column panels of three passes keep their exps in the output (64 elements along
+    // axis 0: a panel fits in L2).
+    options.axis = 0;
+    const std::array<std::int64_t, 2> short_columns{64, machine().l3_bytes / 6 / 64};
+    EXPECT_EQ(plan(Op::softmax, short_columns, DType::f32, options).algorithm, Algorithm::fused);
+    EXPECT_EQ(plan(Op::softmax, short_columns, DType::f32, options).stores, Stores::cached);
     options.axis = -1;
     options.algorithm = Algorithm::naive;
     EXPECT_EQ(plan(Op::softmax, large, DType::f32, options).stores, Stores::cached);
@@ -79,6 +83,31 @@ TEST_F(Planner, StoresStreamOnlyF32SoftmaxAndLogSoftmaxOutputs) {
   if (p.algorithm == Algorithm::fused && p.chunk_length > 0) {
     EXPECT_EQ(p.stores, Stores::cached) << p.reason;
   }
+}
+
+// Online column panels write their output in a pass of its own, which streams like
+// the rows' output passes.
+TEST_F(Planner, TallColumnPanelsRunOnlineAndStream) {
+  const std::array<std::int64_t, 2> large{machine().l3_bytes / 6 / 4096, 4096};
+  const PlanInfo p = plan(Op::softmax, large, DType::f32, {.axis = 0});
+  EXPECT_EQ(p.algorithm, Algorithm::online) << p.reason;
+  EXPECT_GT(p.panel_width, 0) << p.reason;
+  EXPECT_EQ(p.stores, Stores::streaming) << p.reason;
+  EXPECT_EQ(plan(Op::log_softmax, large, DType::f32, {.axis = 0}).stores, Stores::streaming);
+  EXPECT_EQ(plan(Op::softmax, large, DType::f32, {.axis = 0, .stores = Stores::cached}).stores, Stores::cached);
+  // 16-bit panels run online too (their outputs store through the cache); f64 keeps
+  // its three passes.
+  for (DType dtype : {DType::f16, DType::bf16}) {
+    const PlanInfo q = plan(Op::softmax, large, dtype, {.axis = 0});
+    EXPECT_EQ(q.algorithm, Algorithm::online) << q.reason;
+    EXPECT_EQ(q.stores, Stores::cached) << q.reason;
+  }
+  EXPECT_EQ(plan(Op::softmax, large, DType::f64, {.axis = 0}).algorithm, Algorithm::fused);
+  // Panels that fit in L2 take three passes; asking for online gets it anyway.
+  const std::array<std::int64_t, 2> short_columns{81, 8732};
+  EXPECT_EQ(plan(Op::softmax, short_columns, DType::f32, {.axis = 0}).algorithm, Algorithm::fused);
+  EXPECT_EQ(plan(Op::softmax, short_columns, DType::f32, {.axis = 0, .algorithm = Algorithm::online}).algorithm,
+            Algorithm::online);
 }
 
 TEST_F(Planner, RowsMuchLargerThanL2AreOnline) {

@@ -30,9 +30,11 @@ namespace {
 constexpr std::int64_t kWidths[] = {1, 3, 15, 16, 17, 33, 1000};
 constexpr std::int64_t kLengths[] = {1, 2, 81, 1000, 4097};
 constexpr double kTemperatures[] = {1.0, 0.01, 100.0, 0.7};
-// Every variant but naive runs the panel kernel on a non-last axis.
+// Every variant but naive runs the panel kernel on a non-last axis: online its
+// two-pass form (f32_columns.hpp), the others its three passes.
 constexpr Algorithm kPanelAlgorithms[] = {Algorithm::automatic, Algorithm::safe, Algorithm::tiled, Algorithm::online};
-constexpr Algorithm kAutoOnly[] = {Algorithm::automatic};
+// auto takes three passes on the small panels of these tests; online the two passes.
+constexpr Algorithm kBothForms[] = {Algorithm::automatic, Algorithm::online};
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -41,10 +43,11 @@ class SimdColumns : public SeededTest {
  protected:
   // Every op and panel algorithm on x along `axis`, against the reference, on every
   // target.
-  // Every variant but naive maps to the same panel kernel, so most tests run auto only.
+  // Every variant but naive maps to one of the panel kernel's two forms, so most
+  // tests run one algorithm of each.
   void check_everywhere(const TestTensor& x, int axis, double temperature,
                         Layout output_layout = Layout::contiguous, AllMasked all_masked = AllMasked::nan,
-                        std::span<const Algorithm> algorithms = kAutoOnly) {
+                        std::span<const Algorithm> algorithms = kBothForms) {
     Options options;
     options.axis = axis;
     options.temperature = temperature;
@@ -214,18 +217,53 @@ TEST_F(SimdColumns, DominantMaxAndTinyOutputsStayExact) {
   }
 }
 
+// The online form's running max: columns whose max rises in every block (each rise
+// rescales the sums so far), falls, jumps from -inf, or sits beyond the folded exp's
+// range (|m| > 16384), with NaN and +inf arriving late; both forms must agree with
+// the reference.
+TEST_F(SimdColumns, OnlineRunningMaxRisesFallsAndJumps) {
+  for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    for (std::int64_t length : {1, 9, 100, 4097}) {
+      SCOPED_TRACE(std::string(to_string(dtype)) + " length " + std::to_string(length));
+      constexpr std::int64_t kColumns = 23;
+      TestTensor x(dtype, {length, kColumns});
+      std::normal_distribution<double> noise(0.0, 1.0);
+      const bool sixteen_bit = dtype != DType::f32;
+      for (std::int64_t i = 0; i < length; ++i) {
+        const double t = static_cast<double>(i) / static_cast<double>(length);
+        auto set = [&](std::int64_t column, double value) { x.set_at(i * kColumns + column, value); };
+        for (std::int64_t j = 0; j < kColumns; ++j) set(j, noise(rng()));
+        set(0, 40.0 * t);                                     // rises in every block
+        set(1, -40.0 * t);                                    // falls
+        set(2, i < length / 2 ? -kInf : noise(rng()));        // -inf, then finite
+        set(3, sixteen_bit ? 60000.0 * t : 20000.0 + 30.0 * t);  // beyond the folded exp's range
+        set(4, 3.0 * std::sin(static_cast<double>(i)));       // small rises, often
+        if (i == length - 1) set(5, kNaN);                     // a NaN in the last block
+        if (i == length - 1) set(6, kInf);                     // +inf in the last block
+        if (i == length / 2) set(7, 80.0);                     // one late, dominant max
+        set(8, 100.0 - 0.01 * static_cast<double>(i % 7));    // near-ties at the max
+      }
+      check_everywhere(x, 0, 1.0);
+      check_everywhere(x, 0, 0.37);
+    }
+  }
+}
+
 TEST_F(SimdColumns, InPlaceWorks) {
   for (std::int64_t target : simd_targets()) {
     SCOPED_TRACE(hwy::TargetName(target));
     with_target(target, [&] {
       for (Op op : {Op::softmax, Op::log_softmax}) {
-        Options options;
-        options.axis = 1;
-        TestTensor x(DType::f32, {3, 101, 37});
-        fill_normal(x, rng(), Distribution{1.0, 3.0});
-        const Expected expected = reference_nd(op, x, options);
-        run_op(op, x.view(), x.mutable_view(), options);
-        EXPECT_TRUE(matches_reference(op, x, expected)) << to_string(op);
+        for (Algorithm algorithm : kBothForms) {
+          Options options;
+          options.axis = 1;
+          options.algorithm = algorithm;
+          TestTensor x(DType::f32, {3, 101, 37});
+          fill_normal(x, rng(), Distribution{1.0, 3.0});
+          const Expected expected = reference_nd(op, x, options);
+          run_op(op, x.view(), x.mutable_view(), options);
+          EXPECT_TRUE(matches_reference(op, x, expected)) << to_string(op) << " " << to_string(algorithm);
+        }
       }
     });
   }
@@ -258,14 +296,25 @@ TEST_F(SimdColumns, PanelsOfEveryWidthLeaveTheirSurroundingsAlone) {
             reference::row(op, column, out, temperature);
             for (std::size_t i = 0; i < (op == Op::logsumexp ? 1 : n); ++i) expected[i * w + j] = out[i];
           }
-          for (std::int64_t target : simd_targets()) {
-            SCOPED_TRACE(hwy::TargetName(target));
+          struct Form {
+            bool online;
+            Stores stores;
+          };
+          std::vector<std::pair<Form, std::int64_t>> runs;  // every form on every target
+          for (const Form form : {Form{false, Stores::cached}, Form{true, Stores::cached}, Form{true, Stores::streaming}}) {
+            for (std::int64_t target : simd_targets()) runs.emplace_back(form, target);
+          }
+          for (const auto& [form, target] : runs) {
+            SCOPED_TRACE(hwy::TargetName(target) + std::string(form.online ? " online " : " three passes ") +
+                         std::string(to_string(form.stores)));
             std::vector<float> y(2 + n * y_stride, poison);
             const cpu::simd::ColumnPanel<float> panel{x.data() + 1, static_cast<std::ptrdiff_t>(x_stride), y.data() + 1,
                                                       static_cast<std::ptrdiff_t>(y_stride), w, n};
             cpu::simd::ColumnParams params;
             params.op = op;
             params.inv_t = 1.0 / temperature;
+            params.online = form.online;
+            params.stores = form.stores;
             with_target(target, [&] { cpu::simd::columns(panel, params); });
             const std::size_t rows_written = op == Op::logsumexp ? 1 : n;
             int failures = 0;

@@ -106,7 +106,7 @@ struct MaxSplitLanes {
     return MaxSplitLanes(m, hn::Sub(shift, k), delta);
   }
 
- private:
+  // From the parts of an Of kept in memory (column panels keep one per column).
   MaxSplitLanes(V m_lanes, V shift_minus_k_lanes, V delta_lanes)
       : m(m_lanes), shift_minus_k(shift_minus_k_lanes), delta(delta_lanes) {}
 };

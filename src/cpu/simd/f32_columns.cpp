@@ -26,6 +26,8 @@ struct ColumnState {
   double* at_max;        // how many elements equal the max (each adds exactly 1 to d)
   double* others;        // sum of exp((x - m) / T) over the other elements
   double* others_error;  // double lanes: the exact rounding errors of that sum
+  L* split_shift;        // float lanes, for FoldedSplits: the max split as MaxSplitLanes
+  L* split_delta;        //   splits it (its m is -s.m)
 };
 
 }  // namespace smax::cpu::simd::columns_detail
@@ -34,6 +36,7 @@ struct ColumnState {
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/simd/f32_columns.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include <hwy/contrib/math/math-inl.h>
@@ -220,24 +223,34 @@ HWY_INLINE V NegFiniteMax(V m) {
 
 // The sums of one column vector in pass 2: with kCountAtMax (the log ops) the
 // elements equal to the max counted, the others' exp terms summed; else (softmax) all
-// terms summed in `others`. Float lanes: in double lanes, each term rounded once.
+// terms summed in `others`. Float lanes: in double lanes, each term or pair of terms
+// rounded once (a pair is added in float first, as the row kernels' SumLanes does:
+// half the widening work, and d stays within half a float ulp).
 template <bool kCountAtMax>
 struct FloatSums {
   VF at_max_in_block = hn::Zero(DF());
   Wide others;
   FloatSums(const ColumnState<float>& s, std::size_t j) : others(LoadWide(s.others + j)) {}
-  HWY_INLINE void Add(VF e, VF v, VF m) {
-    if constexpr (kCountAtMax) {
-      const auto is_max = hn::Eq(v, m);
-      at_max_in_block = hn::Add(at_max_in_block, hn::IfThenElseZero(is_max, hn::Set(DF(), 1.0f)));
-      others = AddWide(others, Promote(hn::IfThenZeroElse(is_max, e)));
-    } else {
-      others = AddWide(others, Promote(e));
-    }
+  HWY_INLINE void Add(VF e, VF v, VF m) { others = AddWide(others, Promote(Term(e, v, m))); }
+  HWY_INLINE void Add(VF e0, VF v0, VF e1, VF v1, VF m) {
+    others = AddWide(others, Promote(hn::Add(Term(e0, v0, m), Term(e1, v1, m))));
   }
   HWY_INLINE void Store(const ColumnState<float>& s, std::size_t j) const {
     StoreWide(AddWide(LoadWide(s.at_max + j), Promote(at_max_in_block)), s.at_max + j);
     StoreWide(others, s.others + j);
+  }
+
+ private:
+  HWY_INLINE VF Term(VF e, VF v, VF m) {
+    if constexpr (kCountAtMax) {
+      const auto is_max = hn::Eq(v, m);
+      at_max_in_block = hn::Add(at_max_in_block, hn::IfThenElseZero(is_max, hn::Set(DF(), 1.0f)));
+      return hn::IfThenZeroElse(is_max, e);
+    } else {
+      (void)v;
+      (void)m;
+      return e;
+    }
   }
 };
 
@@ -298,10 +311,24 @@ void SumPass(D d, Strided<const T> x, Strided<L> terms, std::size_t width, std::
       const auto neg_m = NegFiniteMax(m);
       Sums<L, kCountAtMax> sums(s, j);
       auto rows = [&](auto&& exp_of) {
-        for (std::size_t k = 0; k < kRows; ++k) {
-          const auto v = Load<T, kTail>(d, x.row(i + k) + j, count, hn::Zero(d));
+        auto term = [&](std::size_t k, hn::Vec<D>& v) {
+          v = Load<T, kTail>(d, x.row(i + k) + j, count, hn::Zero(d));
           const auto e = exp_of(v);
           if constexpr (kStore) Store<L, kTail>(d, e, terms.row(i + k) + j, count);
+          return e;
+        };
+        std::size_t k = 0;
+        if constexpr (std::is_same_v<L, float>) {
+          for (; k + 2 <= kRows; k += 2) {
+            hn::Vec<D> v0, v1;
+            const auto e0 = term(k, v0);
+            const auto e1 = term(k + 1, v1);
+            sums.Add(e0, v0, e1, v1, m);
+          }
+        }
+        for (; k < kRows; ++k) {
+          hn::Vec<D> v;
+          const auto e = term(k, v);
           sums.Add(e, v, m);
         }
       };
@@ -325,6 +352,109 @@ void SumPass(D d, Strided<const T> x, Strided<L> terms, std::size_t width, std::
       sums.Store(s, j);
     });
   });
+}
+
+// Where a column vector's running max rose from m_old to m_new, its sums so far are
+// scaled by exp((m_old - m_new) / T), computed in double lanes; with kCountAtMax the
+// elements counted at the old max join `others` (each is now that factor). Lanes
+// whose max did not rise keep their sums bit for bit.
+template <bool kCountAtMax>
+HWY_INLINE void RescaleSums(VF m_old, VF m_new, double inv_t, const ColumnState<float>& s, std::size_t j) {
+  const DD dd;
+  const Wide from = Promote(m_old);
+  const Wide to = Promote(m_new);
+  Wide at_max = LoadWide(s.at_max + j);
+  Wide others = LoadWide(s.others + j);
+  auto rescale = [&](VD m0, VD m1, VD& at, VD& sum) {
+    const auto rose = hn::Ne(m0, m1);
+    // -inf where the old max was -inf: the factor is 0, as exp(-inf - m) is.
+    const VD factor = ExpF64Flush(dd, hn::Mul(hn::Sub(m0, m1), hn::Set(dd, inv_t)), hn::Zero(dd));
+    const VD old_terms = kCountAtMax ? hn::Add(sum, at) : sum;
+    sum = hn::IfThenElse(rose, hn::Mul(old_terms, factor), sum);
+    if constexpr (kCountAtMax) at = hn::IfThenZeroElse(rose, at);
+  };
+  rescale(from.lo, to.lo, at_max.lo, others.lo);
+  if constexpr (kTwoHalves) rescale(from.hi, to.hi, at_max.hi, others.hi);
+  StoreWide(at_max, s.at_max + j);
+  StoreWide(others, s.others + j);
+}
+
+// The online statistics pass of a tall float-lane panel (f32_columns.hpp): the max,
+// NaNs and sums of every column in one read of x. Per block of kColumnBlockRows rows
+// and column vector: the block's max raises the running max (rescaling the sums where
+// it rose), then the block's terms exp((x - m) / T), against the running max, are
+// added as SumPass adds them. Blocks of 8 rows ran faster from DRAM than blocks of 2,
+// 4, 16, 32 or 64 (4096 x 4096 along axis 0, one thread: 0.49 ns an element against
+// 0.52 to 0.71): more rows mean more pages read a line at a time side by side, fewer
+// mean more rescales.
+template <bool kUnitT, bool kCountAtMax, class T>
+void OnlineStatsPass(Strided<const T> x, std::size_t width, std::size_t length, const InverseTemperatureLanes<DF>& t,
+                     double inv_t, const ColumnState<float>& s) {
+  const DF d;
+  const std::size_t N = hn::Lanes(d);
+  const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
+  const std::size_t padded = (width + N - 1) / N * N;
+  for (std::size_t j = 0; j < padded; j += N) {
+    hn::StoreU(neg_inf, d, s.m + j);
+    hn::StoreU(hn::Zero(d), d, s.nan + j);
+  }
+  std::fill_n(s.at_max, padded, 0.0);
+  std::fill_n(s.others, padded, 0.0);
+  auto block = [&](std::size_t i, auto rows_tag) {
+    constexpr std::size_t kRows = decltype(rows_tag)::value;
+    ForColumnVectors(d, width, [&](std::size_t j, std::size_t count, auto tail_tag) {
+      constexpr bool kTail = decltype(tail_tag)::value;
+      auto load = [&](std::size_t k) { return Load<T, kTail>(d, x.row(i + k) + j, count, neg_inf); };
+      VF block_max = neg_inf;
+      VF total = hn::Zero(d);  // NaN where the block holds a NaN (or both infinities)
+      for (std::size_t k = 0; k < kRows; ++k) {
+        const VF v = load(k);
+        block_max = hn::Max(block_max, v);
+        total = hn::Add(total, v);
+      }
+      if (HWY_UNLIKELY(!hn::AllFalse(d, hn::IsNaN(total)))) {
+        auto nan = hn::IsNaN(neg_inf);  // all false
+        for (std::size_t k = 0; k < kRows; ++k) nan = hn::Or(nan, hn::IsNaN(load(k)));
+        hn::StoreU(hn::Or(hn::LoadU(d, s.nan + j), hn::VecFromMask(d, nan)), d, s.nan + j);
+      }
+      const VF m_old = hn::LoadU(d, s.m + j);
+      const VF m = hn::Max(m_old, block_max);
+      if (!hn::AllTrue(d, hn::Eq(m, m_old))) {
+        RescaleSums<kCountAtMax>(m_old, m, inv_t, s, j);
+        hn::StoreU(m, d, s.m + j);
+      }
+      const VF neg_m = NegFiniteMax(m);
+      FloatSums<kCountAtMax> sums(s, j);
+      constexpr ExpRange kRange = std::is_same_v<T, bfloat16> ? ExpRange::gradual : ExpRange::flush;  // see Exp
+      auto add_terms = [&](auto&& exp_of) {
+        std::size_t k = 0;
+        for (; k + 2 <= kRows; k += 2) {
+          const VF v0 = load(k);
+          const VF v1 = load(k + 1);
+          sums.Add(exp_of(v0), v0, exp_of(v1), v1, m);
+        }
+        if (k < kRows) {
+          const VF v = load(k);
+          sums.Add(exp_of(v), v, m);
+        }
+      };
+      if (FoldsMax<kUnitT>(d, hn::Neg(neg_m))) {
+        const MaxSplitLanes<DF> split = MaxSplitLanes<DF>::Of(d, hn::Neg(neg_m));
+        add_terms([&](VF v) {
+          VF unused;
+          return ExpMinusMax<kRange>(d, split, v, unused);
+        });
+      } else {
+        add_terms([&](VF v) {
+          VF z, z_lo;
+          ScaledDifference<kUnitT, true>(d, t, v, neg_m, z, z_lo);
+          return Exp<T>(d, z, z_lo);
+        });
+      }
+      sums.Store(s, j);
+    });
+  };
+  ForRowBlocks(length, block);
 }
 
 // log(d) = log1p(d - 1) in double lanes, where the elements equal to the max add
@@ -393,34 +523,99 @@ void Finish(D d, T* y, std::size_t width, const ColumnParams& params, const Colu
   }
 }
 
+// What the output pass writes: y = src * (1/d) where src holds the exp terms; exp((x -
+// m) / T) * (1/d), with exp_minus_max-inl.h's folded exp where FoldedSplits holds
+// (unit temperature, every column's |m| <= 16384, float lanes with FMA); or (x - m) /
+// T - log(d).
+enum class OutputOf { terms, exp, folded_exp, log };
+
+// Whether the output pass can take the folded exp for the whole panel; if so, stores
+// every column's max split (s.m holds -m after Finish, 0 for a non-finite column).
+// The statistics passes took the same exp for such columns, so their rounding of the
+// split cancels in the quotient.
+template <bool kUnitT, class D, class L = hn::TFromD<D>>
+bool FoldedSplits(D d, std::size_t width, const ColumnState<L>& s) {
+  const std::size_t N = hn::Lanes(d);
+  for (std::size_t j = 0; j < width; j += N) {
+    if (!FoldsMax<kUnitT>(d, hn::Neg(hn::LoadU(d, s.m + j)))) return false;
+  }
+  if constexpr (std::is_same_v<L, float>) {
+    for (std::size_t j = 0; j < width; j += N) {
+      const MaxSplitLanes<D> split = MaxSplitLanes<D>::Of(d, hn::Neg(hn::LoadU(d, s.m + j)));
+      hn::StoreU(split.shift_minus_k, d, s.split_shift + j);
+      hn::StoreU(split.delta, d, s.split_delta + j);
+    }
+  }
+  return true;
+}
+
+// How many rows ahead the output pass fetches its source: a row of a 4 KiB panel row
+// takes about 0.25 us here, a few DRAM latencies.
+inline constexpr std::size_t kOutputFetchRows = 4;
+
 // Pass 3, last row first (the rows read last are the likeliest still in cache), from
-// `src` (S) to y (T): kScaleOnly: src holds the exp terms, y = src * (1/d); else
-// exp((x - m) / T) * (1/d) or (x - m) / T - log(d).
-template <bool kUnitT, bool kLog, bool kScaleOnly, class D, class T, class S, class L = hn::TFromD<D>>
+// `src` (S: the terms in y, or x) to y (T), as kOf says. `stream`: f32 rows are
+// written with streaming stores (whole vectors at aligned addresses), then fenced.
+template <bool kUnitT, OutputOf kOf, class D, class T, class S, class L = hn::TFromD<D>>
 void OutputPass(D d, Strided<const S> src, Strided<T> y, std::size_t width, std::size_t length,
-                const InverseTemperatureLanes<D>& t, const ColumnState<L>& s) {
+                const InverseTemperatureLanes<D>& t, const ColumnState<L>& s, bool stream = false) {
   for (std::size_t i = length; i-- > 0;) {
     const S* from = src.row(i);
     T* to = y.row(i);
-    ForColumnVectors(d, width, [&](std::size_t j, std::size_t count, auto tail_tag) {
+    // src a few rows ahead, a line per vector (for the reasons of OnlineStatsPass's).
+    const S* ahead = i >= kOutputFetchRows ? src.row(i - kOutputFetchRows) : nullptr;
+    auto value = [&](std::size_t j, std::size_t count, auto tail_tag) {
       constexpr bool kTail = decltype(tail_tag)::value;
+      if (ahead != nullptr) __builtin_prefetch(ahead + j, 0, 2);
       const auto factor = hn::LoadU(d, s.factor + j);
       const auto v = Load<S, kTail>(d, from + j, count, hn::Zero(d));
-      hn::Vec<D> out;
-      if constexpr (kScaleOnly) {
-        out = hn::Mul(v, factor);
+      if constexpr (kOf == OutputOf::terms) {
+        return hn::Mul(v, factor);
+      } else if constexpr (kOf == OutputOf::folded_exp) {
+        const MaxSplitLanes<D> split(hn::Neg(hn::LoadU(d, s.m + j)), hn::LoadU(d, s.split_shift + j),
+                                     hn::LoadU(d, s.split_delta + j));
+        constexpr ExpRange kRange = std::is_same_v<T, bfloat16> ? ExpRange::gradual : ExpRange::flush;  // see Exp
+        hn::Vec<D> unused;
+        return hn::Mul(ExpMinusMax<kRange>(d, split, v, unused), factor);
       } else {
         hn::Vec<D> z, z_lo;
-        if constexpr (kLog) {
+        if constexpr (kOf == OutputOf::log) {
           ScaledDifference<kUnitT>(d, t, v, hn::LoadU(d, s.m + j), z, z_lo);
-          out = hn::Sub(hn::Add(z, z_lo), factor);
+          return hn::Sub(hn::Add(z, z_lo), factor);
         } else {
           ScaledDifference<kUnitT, true>(d, t, v, hn::LoadU(d, s.m + j), z, z_lo);
-          out = hn::Mul(Exp<T>(d, z, z_lo), factor);
+          return hn::Mul(Exp<T>(d, z, z_lo), factor);
         }
       }
-      Store<T, kTail>(d, out, to + j, count);
+    };
+    if constexpr (std::is_same_v<T, float> && std::is_same_v<L, float>) {
+      if (stream && reinterpret_cast<std::uintptr_t>(to) % sizeof(float) == 0) {
+        WalkAligned(
+            d, to, width, false,
+            [&](std::size_t j) { hn::Stream(value(j, hn::Lanes(d), std::false_type()), d, to + j); },
+            [&](std::size_t j, std::size_t count) {
+              Store<T, true>(d, value(j, count, std::true_type()), to + j, count);
+            });
+        continue;
+      }
+    }
+    ForColumnVectors(d, width, [&](std::size_t j, std::size_t count, auto tail_tag) {
+      constexpr bool kTail = decltype(tail_tag)::value;
+      Store<T, kTail>(d, value(j, count, tail_tag), to + j, count);
     });
+  }
+  if (stream) hwy::FlushStream();
+}
+
+// Softmax's output from x (online panels, 16-bit outputs): the folded exp where the
+// panel allows it.
+template <bool kUnitT, class D, class T, class L = hn::TFromD<D>>
+void ExpOutputPass(D d, Strided<const T> x, Strided<T> y, std::size_t width, std::size_t length,
+                   const InverseTemperatureLanes<D>& t, const ColumnState<L>& s, bool stream) {
+  if (FoldedSplits<kUnitT>(d, width, s)) {
+    OutputPass<kUnitT, OutputOf::folded_exp>(d, x, y, width, length, t, s, stream);
+  } else {
+    OutputPass<kUnitT, OutputOf::exp>(d, x, y, width, length, t, s, stream);
   }
 }
 
@@ -433,8 +628,25 @@ void PanelT(D d, const ColumnPanel<T>& p, const ColumnParams& params, const Inve
   const InverseTemperatureLanes<D> t(d, it);
   const Strided<const T> x{p.x, p.x_stride};
   const Strided<T> y{p.y, p.y_stride};
-  MaxPass(d, x, p.width, p.length, s);
   const bool softmax = params.op == Op::softmax;
+  if constexpr (std::is_same_v<L, float>) {
+    if (params.online) {
+      if (softmax) {
+        OnlineStatsPass<kUnitT, false>(x, p.width, p.length, t, params.inv_t, s);
+      } else {
+        OnlineStatsPass<kUnitT, true>(x, p.width, p.length, t, params.inv_t, s);
+      }
+      Finish(d, p.y, p.width, params, s);
+      const bool stream = params.stores == Stores::streaming;
+      if (softmax) {
+        ExpOutputPass<kUnitT>(d, x, y, p.width, p.length, t, s, stream);
+      } else if (params.op == Op::log_softmax) {
+        OutputPass<kUnitT, OutputOf::log>(d, x, y, p.width, p.length, t, s, stream);
+      }
+      return;
+    }
+  }
+  MaxPass(d, x, p.width, p.length, s);
   constexpr bool kTermsInY = std::is_same_v<T, L>;
   // Only dereferenced where T is L.
   const Strided<L> terms{reinterpret_cast<L*>(p.y), p.y_stride};
@@ -447,11 +659,11 @@ void PanelT(D d, const ColumnPanel<T>& p, const ColumnParams& params, const Inve
   }
   Finish(d, p.y, p.width, params, s);
   if (softmax && kTermsInY) {
-    OutputPass<kUnitT, false, true>(d, Strided<const L>{terms.p, terms.stride}, y, p.width, p.length, t, s);
+    OutputPass<kUnitT, OutputOf::terms>(d, Strided<const L>{terms.p, terms.stride}, y, p.width, p.length, t, s);
   } else if (softmax) {
-    OutputPass<kUnitT, false, false>(d, x, y, p.width, p.length, t, s);
+    ExpOutputPass<kUnitT>(d, x, y, p.width, p.length, t, s, false);
   } else if (params.op == Op::log_softmax) {
-    OutputPass<kUnitT, true, false>(d, x, y, p.width, p.length, t, s);
+    OutputPass<kUnitT, OutputOf::log>(d, x, y, p.width, p.length, t, s);
   }
 }
 
@@ -499,12 +711,13 @@ columns_detail::ColumnState<L> state_for(std::size_t width) {
   thread_local std::size_t capacity = 0;
   const std::size_t padded = (width + 63) / 64 * 64;
   if (padded > capacity) {
-    lanes = hwy::AllocateAligned<L>(3 * padded);
+    lanes = hwy::AllocateAligned<L>(5 * padded);
     doubles = hwy::AllocateAligned<double>(3 * padded);
     capacity = padded;
   }
   return {lanes.get(),   lanes.get() + capacity,   lanes.get() + 2 * capacity,
-          doubles.get(), doubles.get() + capacity, doubles.get() + 2 * capacity};
+          doubles.get(), doubles.get() + capacity, doubles.get() + 2 * capacity,
+          lanes.get() + 3 * capacity, lanes.get() + 4 * capacity};
 }
 
 }  // namespace

@@ -21,6 +21,19 @@
 //     softmax computes exp((x - m) / T) / d again; log-softmax (x - m) / T - log(d).
 // The exp argument carries its rounding error (argument-inl.h), as in the row kernels.
 //
+// Panels too tall for L2 (ColumnParams::online, float lanes) take two passes instead,
+// so that memory is read twice, not three times:
+//  1. Online statistics (Milakov & Gimelshein's running (max, sum) per column): each
+//     block of kColumnBlockRows rows is loaded once into registers; where its max
+//     raises a column's running max, the column's sums so far are scaled by
+//     exp((m_old - m_new) / T) in double lanes (once per block, so the factor's
+//     rounding, 1e-16, stays far below float's), then the block's terms are added.
+//  2. Finish as above, then the output pass computes exp((x - m) / T) / d (or
+//     log-softmax's difference) from x, last row first, optionally with streaming
+//     stores for f32 outputs.
+// f64 panels keep the three passes: their bar leaves no room for a rounding per
+// rescale.
+//
 // Every lane does the same arithmetic whatever panel, vector width or thread it lands
 // in, so results do not depend on the panel width or the thread count (they may
 // differ between Highway targets, within the bar).
@@ -55,6 +68,8 @@ struct ColumnParams {
   Op op = Op::softmax;
   double inv_t = 1.0;  // 1 / temperature
   AllMasked all_masked = AllMasked::nan;
+  bool online = false;             // two passes (see above); float lanes only
+  Stores stores = Stores::cached;  // the online output pass of f32 panels (never automatic)
 };
 
 // One panel, computed in f32 lanes (16-bit types are widened on load and rounded to
