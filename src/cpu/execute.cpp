@@ -137,8 +137,7 @@ void run_rows(const detail::Problem& p, RowKernel<T> kernel, const RowParams& pa
 // maps to the panel kernel there: it computes what they compute (the max, the exact
 // sum, the same exp), and its passes over a cache-sized panel are what suits columns,
 // whose elements lie a row apart; online (and auto for panels beyond L2) takes its
-// two-pass form. naive keeps its textbook rows (it overflows on
-// purpose).
+// two-pass form. naive keeps its textbook rows (it overflows on purpose).
 
 struct ColumnSplit {
   int inner = -1;                // the batch dimension of unit stride

@@ -26,8 +26,8 @@ struct ColumnState {
   double* at_max;        // how many elements equal the max (each adds exactly 1 to d)
   double* others;        // sum of exp((x - m) / T) over the other elements
   double* others_error;  // double lanes: the exact rounding errors of that sum
-  L* split_shift;        // float lanes, for FoldedSplits: the max split as MaxSplitLanes
-  L* split_delta;        //   splits it (its m is -s.m)
+  L* split_shift;        // float lanes, after FoldedSplits: MaxSplitLanes's parts of
+  L* split_delta;        //   each column's max (its m is -s.m)
 };
 
 }  // namespace smax::cpu::simd::columns_detail

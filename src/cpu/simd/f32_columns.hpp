@@ -24,7 +24,8 @@
 // Panels too tall for L2 (ColumnParams::online, float lanes) take two passes instead,
 // so that memory is read twice, not three times:
 //  1. Online statistics (Milakov & Gimelshein's running (max, sum) per column): each
-//     block of kColumnBlockRows rows is loaded once into registers; where its max
+//     block of kColumnBlockRows rows is read from memory once (its max first, then
+//     its terms from L1); where its max
 //     raises a column's running max, the column's sums so far are scaled by
 //     exp((m_old - m_new) / T) in double lanes (once per block, so the factor's
 //     rounding, 1e-16, stays far below float's), then the block's terms are added.
