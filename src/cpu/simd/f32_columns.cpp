@@ -531,8 +531,9 @@ enum class OutputOf { terms, exp, folded_exp, log };
 
 // Whether the output pass can take the folded exp for the whole panel; if so, stores
 // every column's max split (s.m holds -m after Finish, 0 for a non-finite column).
-// The statistics passes took the same exp for such columns, so their rounding of the
-// split cancels in the quotient.
+// The three-pass sum took the same exp for such columns, so the rounding of the split
+// (delta, at most 2e-8 relative) cancels in the quotient; the online sum took it
+// against each block's running max, whose splits round apart by as much.
 template <bool kUnitT, class D, class L = hn::TFromD<D>>
 bool FoldedSplits(D d, std::size_t width, const ColumnState<L>& s) {
   const std::size_t N = hn::Lanes(d);
