@@ -293,6 +293,32 @@ HWY_INLINE bool FoldsMax(D d, V m) {
   }
 }
 
+// The folded exp's range below float's normal numbers for an output of type T (as Exp).
+template <class T>
+inline constexpr ExpRange kFoldedRange = std::is_same_v<T, bfloat16> ? ExpRange::gradual : ExpRange::flush;
+
+// Calls f(exp_of), exp_of(v) = exp((v - m) / T) for a column vector whose max (finite,
+// or 0 for a non-finite column) is -neg_m: exp_minus_max-inl.h's folded exp where
+// FoldsMax allows it, else the exp of the argument with its rounding error.
+template <bool kUnitT, class T, class D, class F, class V = hn::Vec<D>>
+HWY_INLINE void WithColumnExp(D d, const InverseTemperatureLanes<D>& t, V neg_m, F&& f) {
+  if constexpr (std::is_same_v<hn::TFromD<D>, float>) {
+    if (FoldsMax<kUnitT>(d, hn::Neg(neg_m))) {
+      const MaxSplitLanes<D> split = MaxSplitLanes<D>::Of(d, hn::Neg(neg_m));
+      f([&](V v) {
+        V unused;
+        return ExpMinusMax<kFoldedRange<T>>(d, split, v, unused);
+      });
+      return;
+    }
+  }
+  f([&](V v) {
+    V z, z_lo;
+    ScaledDifference<kUnitT, true>(d, t, v, neg_m, z, z_lo);
+    return Exp<T>(d, z, z_lo);
+  });
+}
+
 // Pass 2: at_max and others of every column (kCountAtMax), or their sum d in others;
 // with kStore each term also goes to `terms` (y: f32 softmax on float lanes, f64
 // softmax on double lanes), so that the output pass only scales it: one exp per element.
@@ -332,23 +358,7 @@ void SumPass(D d, Strided<const T> x, Strided<L> terms, std::size_t width, std::
           sums.Add(e, v, m);
         }
       };
-      if constexpr (std::is_same_v<L, float>) {
-        if (FoldsMax<kUnitT>(d, hn::Neg(neg_m))) {
-          const MaxSplitLanes<DF> split = MaxSplitLanes<DF>::Of(d, hn::Neg(neg_m));
-          rows([&](VF v) {
-            VF unused;
-            constexpr ExpRange kRange = std::is_same_v<T, bfloat16> ? ExpRange::gradual : ExpRange::flush;  // see Exp
-            return ExpMinusMax<kRange>(d, split, v, unused);
-          });
-          sums.Store(s, j);
-          return;
-        }
-      }
-      rows([&](hn::Vec<D> v) {
-        hn::Vec<D> z, z_lo;
-        ScaledDifference<kUnitT, true>(d, t, v, neg_m, z, z_lo);
-        return Exp<T>(d, z, z_lo);
-      });
+      WithColumnExp<kUnitT, T>(d, t, neg_m, rows);
       sums.Store(s, j);
     });
   });
@@ -425,7 +435,6 @@ void OnlineStatsPass(Strided<const T> x, std::size_t width, std::size_t length, 
       }
       const VF neg_m = NegFiniteMax(m);
       FloatSums<kCountAtMax> sums(s, j);
-      constexpr ExpRange kRange = std::is_same_v<T, bfloat16> ? ExpRange::gradual : ExpRange::flush;  // see Exp
       auto add_terms = [&](auto&& exp_of) {
         std::size_t k = 0;
         for (; k + 2 <= kRows; k += 2) {
@@ -438,19 +447,7 @@ void OnlineStatsPass(Strided<const T> x, std::size_t width, std::size_t length, 
           sums.Add(exp_of(v), v, m);
         }
       };
-      if (FoldsMax<kUnitT>(d, hn::Neg(neg_m))) {
-        const MaxSplitLanes<DF> split = MaxSplitLanes<DF>::Of(d, hn::Neg(neg_m));
-        add_terms([&](VF v) {
-          VF unused;
-          return ExpMinusMax<kRange>(d, split, v, unused);
-        });
-      } else {
-        add_terms([&](VF v) {
-          VF z, z_lo;
-          ScaledDifference<kUnitT, true>(d, t, v, neg_m, z, z_lo);
-          return Exp<T>(d, z, z_lo);
-        });
-      }
+      WithColumnExp<kUnitT, T>(d, t, neg_m, add_terms);
       sums.Store(s, j);
     });
   };
@@ -575,9 +572,8 @@ void OutputPass(D d, Strided<const S> src, Strided<T> y, std::size_t width, std:
       } else if constexpr (kOf == OutputOf::folded_exp) {
         const MaxSplitLanes<D> split(hn::Neg(hn::LoadU(d, s.m + j)), hn::LoadU(d, s.split_shift + j),
                                      hn::LoadU(d, s.split_delta + j));
-        constexpr ExpRange kRange = std::is_same_v<T, bfloat16> ? ExpRange::gradual : ExpRange::flush;  // see Exp
         hn::Vec<D> unused;
-        return hn::Mul(ExpMinusMax<kRange>(d, split, v, unused), factor);
+        return hn::Mul(ExpMinusMax<kFoldedRange<T>>(d, split, v, unused), factor);
       } else {
         hn::Vec<D> z, z_lo;
         if constexpr (kOf == OutputOf::log) {
