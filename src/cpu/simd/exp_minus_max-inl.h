@@ -130,7 +130,13 @@ HWY_INLINE V ExpMinusMax(D d, const MaxSplitLanes<D>& c, V x, V& s) {
   const V n_plus_k = hn::Sub(t, c.shift_minus_k);
   V r = hn::NegMulAdd(n_plus_k, hn::Set(d, kRowLn2Hi), x);
   r = hn::NegMulAdd(n_plus_k, hn::Set(d, kRowLn2Lo), r);
-  const V q = ExpM1Poly(d, hn::Sub(r, c.delta));
+  r = hn::Sub(r, c.delta);
+  if constexpr (kRange != ExpRange::gradual && kHasScalef<V>) {
+    constexpr bool kFlush = kRange == ExpRange::flush;
+    const V power = hn::Sub(t, hn::Set(d, kFlush ? kRoundingShift : kRoundingShift - 64.0f));  // n (+ 64)
+    return ScalefWhereNotBelow(ExpPoly(d, r), power, s, hn::Set(d, kFlush ? kExpCutoff : -104.0f));
+  }
+  const V q = ExpM1Poly(d, r);
   // 2^n from t's low bits (exp-inl.h); lanes where n + bias leaves the exponent field
   // wrap, and are zeroed.
   if constexpr (kRange == ExpRange::flush) {
