@@ -98,28 +98,53 @@ HWY_INLINE auto WithExp(float m, const InverseTemperature& inv, F&& f) {
   return f(ExactArgumentExp<T, false>(d, m, inv));
 }
 
+// Whether any of x[0..n) is NaN.
+template <class T>
+bool AnyNaN(const T* x, std::size_t n) {
+  const DF d;
+  auto nan = hn::IsNaN(hn::Zero(d));  // all false
+  Walk<1>(
+      d, n, false, [&](std::size_t i) { nan = hn::Or(nan, hn::IsNaN(LoadF32(d, x + i))); },
+      [&](std::size_t i) { nan = hn::Or(nan, hn::IsNaN(LoadF32(d, x + i))); },
+      [&](std::size_t i, std::size_t count) {
+        nan = hn::Or(nan, hn::IsNaN(LoadTailF32(d, x + i, count, hn::Zero(d))));
+      });
+  return !hn::AllFalse(d, nan);
+}
+
+// The max, and NaN if any element is NaN. Max drops NaNs (x86's max returns its second
+// operand when either is NaN), so NaNs are found from a sum kept beside it (one add a
+// vector): it is NaN if an element is, and then, or where +inf met -inf, AnyNaN decides.
 template <class T>
 float RMax(const T* x, std::size_t n) {
   const DF d;
   const std::size_t N = hn::Lanes(d);
   const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
   VF m0 = neg_inf, m1 = neg_inf, m2 = neg_inf, m3 = neg_inf;
-  auto nan = hn::IsNaN(neg_inf);  // all false
-  auto take = [&](VF& m, VF v) {
-    nan = hn::Or(nan, hn::IsNaN(v));
-    m = hn::Max(m, v);
-  };
+  VF s0 = hn::Zero(d), s1 = s0;
   Walk<4>(
       d, n, false,
       [&](std::size_t i) {
-        take(m0, LoadF32(d, x + i));
-        take(m1, LoadF32(d, x + i + N));
-        take(m2, LoadF32(d, x + i + 2 * N));
-        take(m3, LoadF32(d, x + i + 3 * N));
+        const VF v0 = LoadF32(d, x + i), v1 = LoadF32(d, x + i + N);
+        const VF v2 = LoadF32(d, x + i + 2 * N), v3 = LoadF32(d, x + i + 3 * N);
+        m0 = hn::Max(m0, v0);
+        m1 = hn::Max(m1, v1);
+        m2 = hn::Max(m2, v2);
+        m3 = hn::Max(m3, v3);
+        s0 = hn::Add(s0, hn::Add(v0, v1));
+        s1 = hn::Add(s1, hn::Add(v2, v3));
       },
-      [&](std::size_t i) { take(m0, LoadF32(d, x + i)); },
-      [&](std::size_t i, std::size_t count) { take(m1, LoadTailF32(d, x + i, count, neg_inf)); });
-  if (!hn::AllFalse(d, nan)) return std::numeric_limits<float>::quiet_NaN();
+      [&](std::size_t i) {
+        const VF v = LoadF32(d, x + i);
+        m0 = hn::Max(m0, v);
+        s0 = hn::Add(s0, v);
+      },
+      [&](std::size_t i, std::size_t count) {
+        const VF v = LoadTailF32(d, x + i, count, hn::Zero(d));
+        m1 = hn::Max(m1, hn::IfThenElse(hn::FirstN(d, count), v, neg_inf));
+        s1 = hn::Add(s1, v);
+      });
+  if (!hn::AllFalse(d, hn::IsNaN(hn::Add(s0, s1))) && AnyNaN(x, n)) return std::numeric_limits<float>::quiet_NaN();
   const VF m = hn::Max(hn::Max(m0, m1), hn::Max(m2, m3));
   return hn::GetLane(hn::MaxOfLanes(d, m));
 }
