@@ -70,18 +70,19 @@ HWY_INLINE hn::Vec<DU> F32ToF16Bits(DF df, hn::Vec<DF> v) {
   return hn::Or(bits, sign);
 }
 
-// The bits of a float that is not NaN (u32 lanes) rounded to bf16, nearest even.
+// The bits of a float that is not NaN (u32 lanes) rounded to bf16, nearest even, in
+// the upper 16 bits of each lane (HighHalves takes them).
 template <class DU>
 HWY_INLINE hn::Vec<DU> RoundedBF16Bits(DU du, hn::Vec<DU> x) {
-  return hn::ShiftRight<16>(hn::Add(x, hn::Add(hn::Set(du, 0x7FFFu), hn::And(hn::ShiftRight<16>(x), hn::Set(du, 1u)))));
+  return hn::Add(x, hn::Add(hn::Set(du, 0x7FFFu), hn::And(hn::ShiftRight<16>(x), hn::Set(du, 1u))));
 }
 
-// f32 to bf16 bits (in u32 lanes), as to_bfloat16 does it.
+// f32 to bf16 bits (in the upper 16 bits of u32 lanes), as to_bfloat16 does it.
 template <class DF, class DU = hn::RebindToUnsigned<DF>>
 HWY_INLINE hn::Vec<DU> F32ToBF16Bits(DF /*df*/, hn::Vec<DF> v) {
   const DU du;
   const auto x = hn::BitCast(du, v);
-  const auto quiet_nan = hn::Or(hn::ShiftRight<16>(x), hn::Set(du, 0x40u));
+  const auto quiet_nan = hn::Or(x, hn::Set(du, 0x400000u));
   return hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), quiet_nan, RoundedBF16Bits(du, x));
 }
 
@@ -98,6 +99,20 @@ template <class DF>
 HWY_INLINE hn::Vec<D16<DF>> Narrow(DF /*df*/, hn::Vec<hn::RebindToUnsigned<DF>> bits) {
   // Every value is below 2^16, so the signed saturating demotion keeps it.
   return hn::DemoteTo(D16<DF>(), hn::BitCast(hn::RebindToSigned<DF>(), bits));
+}
+
+// The upper 16 bits of each u32 lane, as u16 lanes. AVX-512 picks them with one
+// permute (vpermt2w) where the shift and the demotion take three operations.
+template <class DF>
+HWY_INLINE hn::Vec<D16<DF>> HighHalves(DF df, hn::Vec<hn::RebindToUnsigned<DF>> bits) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  if constexpr (std::is_same_v<hn::Vec<DF>, hn::Vec512<float>>) {
+    const hn::Repartition<std::uint16_t, DF> d16x2;
+    const auto halves = hn::BitCast(d16x2, bits);
+    return hn::LowerHalf(hn::ConcatOdd(d16x2, halves, halves));
+  }
+#endif
+  return Narrow(df, hn::ShiftRight<16>(bits));
 }
 
 template <class DF>
@@ -125,7 +140,7 @@ HWY_INLINE hn::Vec<D16<DF>> FromF32(DF df, hn::Vec<DF> v, const half*) {
 
 template <class DF>
 HWY_INLINE hn::Vec<D16<DF>> FromF32(DF df, hn::Vec<DF> v, const bfloat16*) {
-  return Narrow(df, F32ToBF16Bits(df, v));
+  return HighHalves(df, F32ToBF16Bits(df, v));
 }
 
 inline const std::uint16_t* Bits(const half* p) { return reinterpret_cast<const std::uint16_t*>(p); }
@@ -171,7 +186,7 @@ template <class DF, class T>
 HWY_INLINE void StoreF32NotNaN(DF df, hn::Vec<DF> v, T* p) {
   if constexpr (std::is_same_v<T, bfloat16>) {
     const hn::RebindToUnsigned<DF> du;
-    hn::StoreU(Narrow(df, RoundedBF16Bits(du, hn::BitCast(du, v))), D16<DF>(), Bits(p));
+    hn::StoreU(HighHalves(df, RoundedBF16Bits(du, hn::BitCast(du, v))), D16<DF>(), Bits(p));
   } else {
     StoreF32(df, v, p);
   }
