@@ -231,6 +231,8 @@ void print_header(std::ostream& out, const RunInfo& info) {
       << "timing     median of " << info.repeats << " runs after 1 warm-up (at least 3 for calls over "
       << printf_text("%.0f", 500.0 / info.repeats) << " ms); inputs normal(0, 3), seed " << info.seed
       << "; sized points move about " << mib(info.bytes_per_point) << " (--bytes)\n"
+      << "           a run of a cache-resident point repeats its call back to back for at least "
+      << printf_text("%.0f", kMinCachedRunSeconds * 1e3) << " ms, and counts the mean call\n"
       << "data       " << data_text(info) << '\n'
       << "check      outputs NaN-filled before every run, then checked: finite, >= 0, and within the dtype's\n"
       << "           tolerance of a long double reference on sampled rows; a failure is marked '!'\n\n";
@@ -360,6 +362,7 @@ void write_json(const std::filesystem::path& path, const RunInfo& info, const st
         << ", \"dtype\": " << json_string(std::string(to_string(r.point.dtype))) << ", \"threads\": " << r.threads
         << ", \"impl\": " << json_string(r.impl) << ", \"median_s\": " << json_number(r.measurement.median_s)
         << ", \"min_s\": " << json_number(r.measurement.min_s) << ", \"repeats\": " << r.measurement.repeats
+        << ", \"calls\": " << r.measurement.calls
         << ", \"bytes\": " << r.point.moved_bytes() << ", \"gbps\": " << json_number(r.gbps)
         << ", \"copy_fraction\": " << json_number(r.copy_fraction)
         << ", \"best_library_ratio\": " << json_number(r.best_library_ratio)

@@ -84,9 +84,10 @@ class Checker {
 };
 
 struct Measurement {
-  double median_s = 0;
+  double median_s = 0;     // of one call
   double min_s = 0;
   int repeats = 0;        // timed runs (after one warm-up)
+  int calls = 1;          // calls per timed run (cache-resident points: see measure)
   double max_rel_err = 0;  // NaN for copy (no reference)
   std::string problem;    // empty when every run passed the check
 };
@@ -94,6 +95,12 @@ struct Measurement {
 // One warm-up run, then up to `repeats` timed runs: fewer, but at least 3, when the
 // warm-up shows that `repeats` runs would take more than half a second. Every run
 // takes the next set of the workspace, and its output is checked.
+// Where the workspace is cache-resident, a timed run makes kMinCachedRunSeconds'
+// worth of calls back to back on its set (Measurement::calls) and counts their mean:
+// a single call of a few microseconds, right after the check's scalar long double
+// code, would mostly measure the core waking its 512-bit units and refilling L1
+// (1 x 32000 f32 here: 0.40 ns an element for such a call, 0.31 back to back).
+inline constexpr double kMinCachedRunSeconds = 1e-3;
 Measurement measure(const Kernel& kernel, bool is_copy, int repeats, Workspace& workspace, const Checker& checker);
 
 }  // namespace smax::cli::bench
