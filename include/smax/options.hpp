@@ -30,8 +30,8 @@ enum class AllMasked : std::uint8_t {
 // How softmax and log_softmax write their output. Streaming (non-temporal) stores go
 // around the cache: no read for ownership of each line, so a memory-bound call moves a
 // third fewer bytes, but the output is then not in cache for whatever reads it next.
-// Only f32 outputs stream (the other dtypes, logsumexp and naive always store through
-// the cache).
+// Rows of f32, f16 and bf16 and online f32 column panels stream (f64, logsumexp, naive
+// and the rest store through the cache; docs/SEMANTICS.md).
 enum class Stores : std::uint8_t {
   automatic,  // streaming where the call moves more than a quarter of the last-level cache
   cached,     // through the cache
@@ -49,7 +49,7 @@ struct Options {
   int threads = 0;                        // 0 = all cores
   AllMasked all_masked = AllMasked::nan;
   bool keepdims = false;                  // logsumexp only: keep the reduced axis as 1
-  Stores stores = Stores::automatic;      // an f32 output of softmax, log_softmax: through the cache or around it
+  Stores stores = Stores::automatic;      // softmax, log_softmax's output: through the cache or around it
 };
 
 std::string_view to_string(Algorithm algorithm) noexcept;   // "auto", "naive", ...

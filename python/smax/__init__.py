@@ -108,7 +108,7 @@ def softmax(
             second pass of ``tiled`` and ``online``.
         all_masked: what a row of only ``-inf`` gives: ``"nan"`` (as PyTorch and
             ONNX) or ``"zero"`` (as attention code wants).
-        stores: how a float32 output is written: ``"cached"`` (through the cache),
+        stores: how the output is written: ``"cached"`` (through the cache),
             ``"streaming"`` (around it: less memory traffic, nothing left in cache)
             or ``"auto"`` (default: streaming where the call moves more than a
             quarter of the last-level cache). Results do not depend on it.

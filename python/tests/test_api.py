@@ -37,7 +37,8 @@ def test_plan():
     assert smax.plan((4, 100), threads=1)["threads"] == 1
     assert smax.plan((64, 1000))["stores"] == "cached"
     assert smax.plan((64, 1000), stores="streaming")["stores"] == "streaming"
-    assert smax.plan((64, 1000), dtype="bf16", stores="streaming")["stores"] == "cached"  # only f32 streams
+    assert smax.plan((64, 1000), dtype="bf16", stores="streaming")["stores"] == "streaming"
+    assert smax.plan((64, 1000), dtype="float64", stores="streaming")["stores"] == "cached"  # f64 never streams
 
 
 def test_streaming_stores_write_the_cached_bits():

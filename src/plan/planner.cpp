@@ -104,16 +104,16 @@ void choose_column_passes(Plan& plan, Op op, DType dtype, std::int64_t panel_inp
   }
 }
 
-// Only the f32 softmax and log_softmax output passes of the row kernels
-// (f32_rows.hpp) and of online column panels stream; three-pass panels (whose exps
-// wait in the output), naive's scalar loop and fused over chunks (likewise) store
-// through the cache.
+// Only the softmax and log_softmax output passes of the row kernels (f32_rows.hpp:
+// f32, f16, bf16) and the f32 ones of online column panels stream; three-pass panels
+// (whose exps wait in the output), f64, naive's scalar loop and fused over chunks
+// (likewise) store through the cache.
 void choose_stores(Plan& plan, Op op, DType dtype, std::int64_t elements, bool columns, Stores asked,
                    const MachineInfo& m) {
   const bool fused_over_chunks = plan.algorithm == Algorithm::fused && plan.chunk > 0;
-  const bool can_stream = op != Op::logsumexp && dtype == DType::f32 &&
-                          (!columns || plan.algorithm == Algorithm::online) && plan.algorithm != Algorithm::naive &&
-                          !fused_over_chunks;
+  const bool kernel_streams = columns ? dtype == DType::f32 && plan.algorithm == Algorithm::online : dtype != DType::f64;
+  const bool can_stream =
+      op != Op::logsumexp && kernel_streams && plan.algorithm != Algorithm::naive && !fused_over_chunks;
   if (!can_stream || asked == Stores::cached) return;
   if (asked == Stores::streaming) {
     plan.stores = Stores::streaming;

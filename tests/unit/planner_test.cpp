@@ -52,7 +52,7 @@ TEST_F(Planner, F32SoftmaxRowsThatFitInCacheRunFusedOverChunks) {
   EXPECT_NE(plan(Op::log_softmax, shape, DType::f32).algorithm, Algorithm::fused);
 }
 
-TEST_F(Planner, StoresStreamOnlyF32SoftmaxAndLogSoftmaxOutputs) {
+TEST_F(Planner, StoresStreamOnlySoftmaxAndLogSoftmaxRowsAndOnlineF32Panels) {
   // Input and output together are 4 / 3 of the last-level cache: auto streams.
   const std::array<std::int64_t, 2> large{machine().l3_bytes / 6 / 4096, 4096};
   const std::array<std::int64_t, 2> small{64, 1000};
@@ -62,10 +62,15 @@ TEST_F(Planner, StoresStreamOnlyF32SoftmaxAndLogSoftmaxOutputs) {
   EXPECT_EQ(plan(Op::softmax, large, DType::f32, {.stores = Stores::cached}).stores, Stores::cached);
   EXPECT_EQ(plan(Op::softmax, small, DType::f32, {.stores = Stores::streaming}).stores, Stores::streaming);
   EXPECT_EQ(plan(Op::log_softmax, large, DType::f32).stores, Stores::streaming);
+  // 16-bit rows stream as f32 ones do, where their bytes exceed the same share of L3.
+  const std::array<std::int64_t, 2> large_16bit{2 * large[0], 4096};
+  EXPECT_EQ(plan(Op::softmax, large_16bit, DType::bf16).stores, Stores::streaming);
+  EXPECT_EQ(plan(Op::log_softmax, large_16bit, DType::f16).stores, Stores::streaming);
+  EXPECT_EQ(plan(Op::softmax, small, DType::bf16).stores, Stores::cached);
+  EXPECT_EQ(plan(Op::softmax, small, DType::f16, {.stores = Stores::streaming}).stores, Stores::streaming);
   // What cannot stream stores through the cache, whatever was asked.
   for (Options options : {Options{.stores = Stores::streaming}, Options{.stores = Stores::automatic}}) {
     EXPECT_EQ(plan(Op::logsumexp, large, DType::f32, options).stores, Stores::cached);
-    EXPECT_EQ(plan(Op::softmax, large, DType::bf16, options).stores, Stores::cached);
     EXPECT_EQ(plan(Op::softmax, large, DType::f64, options).stores, Stores::cached);
     // Column panels of three passes keep their exps in the output (64 elements along
     // axis 0: a panel fits in L2).

@@ -123,8 +123,8 @@ TEST_P(SimdRows, InPlaceWorks) {
   }
 }
 
-// Streaming stores (f32 softmax and log_softmax; the other dtypes store through the
-// cache whatever is asked) write the same bits as cached stores, on every target, for
+// Streaming stores (softmax and log_softmax rows of every dtype here) write the same
+// bits as cached stores, on every target, for
 // every variant and pass order, lengths around every vector width, misaligned rows
 // and in place.
 TEST_P(SimdRows, StreamingStoresWriteTheCachedBits) {
@@ -165,7 +165,8 @@ TEST_P(SimdRows, StreamingStoresWriteTheCachedBits) {
 // same bits as cached stores, also around a row with a non-finite max, which leaves
 // the batch.
 TEST_P(SimdRows, AlignedStreamingRowsWriteTheCachedBits) {
-  if (GetParam() != DType::f32) GTEST_SKIP() << "only f32 outputs stream";
+  const DType dtype = GetParam();
+  const std::size_t size = size_of(dtype);
   constexpr std::size_t kAlign = 256;  // every target's vector
   for (std::int64_t target : simd_targets()) {
     SCOPED_TRACE(hwy::TargetName(target));
@@ -173,25 +174,25 @@ TEST_P(SimdRows, AlignedStreamingRowsWriteTheCachedBits) {
       for (std::int64_t n : {48, 128, 272, 1024, 4096, 8192}) {
         SCOPED_TRACE("n=" + std::to_string(n));
         constexpr std::int64_t kRows = 5;
-        TestTensor x(DType::f32, {kRows, n});
+        TestTensor x(dtype, {kRows, n});
         fill_normal(x, rng(), Distribution{1.0, 5.0});
         if (n == 128 || n == 1024) x.set_at(2 * n + 7, std::numeric_limits<double>::quiet_NaN());
         const Options cached_options{.algorithm = Algorithm::fused, .stores = Stores::cached};
         const TestTensor cached =
             run_and_check(Op::softmax, x, cached_options, Layout::contiguous, reference_nd(Op::softmax, x, Options{}));
-        const auto elements = static_cast<std::size_t>(kRows * n);
-        std::vector<float> storage(2 * elements + 2 * kAlign / sizeof(float));
-        float* in = storage.data();
+        const auto bytes = static_cast<std::size_t>(kRows * n) * size;
+        std::vector<unsigned char> storage(2 * bytes + 2 * kAlign);
+        unsigned char* in = storage.data();
         while (reinterpret_cast<std::uintptr_t>(in) % kAlign != 0) ++in;
-        float* out = in + elements;
-        std::memcpy(in, x.data(), elements * sizeof(float));
+        unsigned char* out = in + bytes;
+        std::memcpy(in, x.data(), bytes);
         for (Algorithm algorithm : {Algorithm::fused, Algorithm::automatic}) {
-          std::fill(out, out + elements, -1.0f);
-          softmax(view(static_cast<const float*>(in), {kRows, n}), view(out, {kRows, n}),
+          std::fill(out, out + bytes, static_cast<unsigned char>(0xA5));
+          softmax(TensorView(in, dtype, {kRows, n}), MutableTensorView(out, dtype, {kRows, n}),
                   Options{.algorithm = algorithm, .stores = Stores::streaming});
-          for (std::size_t i = 0; i < elements; ++i) {
-            const auto want = static_cast<float>(cached.at(static_cast<std::int64_t>(i)));
-            ASSERT_EQ(std::memcmp(&out[i], &want, sizeof(float)), 0) << "at " << i << ": " << out[i] << " vs " << want;
+          for (std::size_t i = 0; i < bytes; i += size) {
+            ASSERT_EQ(std::memcmp(out + i, static_cast<const unsigned char*>(cached.data()) + i, size), 0)
+                << "element " << i / size << " (" << to_string(algorithm) << ")";
           }
         }
       }

@@ -59,11 +59,11 @@ Options:
   --all-masked MODE   what a row whose every element is -inf gives: nan (0/0, as
                       PyTorch and ONNX do) or zero (softmax 0, log-softmax -inf)
                       (default nan)
-  --stores MODE       auto, cached or streaming: how an f32 output is written,
+  --stores MODE       auto, cached or streaming: how the output is written,
                       through the cache or around it (non-temporal stores: less
                       memory traffic, but nothing left in cache). auto streams where
                       the call moves more than a quarter of the last-level cache
-                      (default auto); the other dtypes always use cached
+                      (default auto); f64 always uses cached
   -h, --help          show this text
 
 Special values: a NaN anywhere in a row makes the whole row NaN; +inf in a row

@@ -192,6 +192,28 @@ HWY_INLINE void StoreF32NotNaN(DF df, hn::Vec<DF> v, T* p) {
   }
 }
 
+// StoreF32 (StoreF32NotNaN with kNotNaN) with a streaming store, around the cache: p
+// must be aligned to the stored vector (Lanes(df) elements of T). 16-bit vectors of
+// less than 16 bytes (SSE4's 4 lanes) store through the cache: x86's narrowest
+// streaming store writes 16.
+template <bool kNotNaN = false, class DF, class T>
+HWY_INLINE void StreamF32(DF df, hn::Vec<DF> v, T* p) {
+  if constexpr (std::is_same_v<T, float>) {
+    hn::Stream(v, df, p);
+  } else if constexpr (hn::MaxLanes(D16<DF>()) * sizeof(T) < 16) {
+    if constexpr (kNotNaN) {
+      StoreF32NotNaN(df, v, p);
+    } else {
+      StoreF32(df, v, p);
+    }
+  } else if constexpr (kNotNaN && std::is_same_v<T, bfloat16>) {
+    const hn::RebindToUnsigned<DF> du;
+    hn::Stream(HighHalves(df, RoundedBF16Bits(du, hn::BitCast(du, v))), D16<DF>(), Bits(p));
+  } else {
+    hn::Stream(FromF32(df, v, p), D16<DF>(), Bits(p));
+  }
+}
+
 // Stores the first `count` (< Lanes) lanes of v at p, rounded to T.
 template <class DF>
 HWY_INLINE void StoreTailF32(DF df, hn::Vec<DF> v, float* p, std::size_t count) {

@@ -308,35 +308,37 @@ HWY_INLINE void Map(DF d, const TX* x, TY* y, std::size_t n, bool backward, F&& 
       });
 }
 
-// Whether y can take streaming stores: float rows (Stores), aligned to their element.
+// Whether y can take streaming stores (Stores): aligned to its element.
 template <class T>
 HWY_INLINE bool Streams(Stores stores, const T* y) {
-  return std::is_same_v<T, float> && stores == Stores::streaming &&
-         reinterpret_cast<std::uintptr_t>(y) % sizeof(float) == 0;
+  return stores == Stores::streaming && reinterpret_cast<std::uintptr_t>(y) % sizeof(T) == 0;
 }
 
-// Map for a float y written with streaming stores (whole vectors at aligned
-// addresses, the pieces around them by the tail stores), then fenced.
-template <class TX, class F>
-HWY_INLINE void MapStreaming(DF d, const TX* x, float* y, std::size_t n, bool backward, F&& f,
+// Map with streaming stores (whole vectors at aligned addresses, the pieces around
+// them by the tail stores), then fenced. kNotNaN: f's values are never NaN
+// (StoreF32NotNaN).
+template <bool kNotNaN = false, class TX, class TY, class F>
+HWY_INLINE void MapStreaming(DF d, const TX* x, TY* y, std::size_t n, bool backward, F&& f,
                              const Ahead<TX>& ahead = {}) {
   WalkAligned(
       d, y, n, backward,
       [&](std::size_t i) {
         FetchAhead(ahead, i, hn::Lanes(d));
-        hn::Stream(f(LoadF32(d, x + i)), d, y + i);
+        StreamF32<kNotNaN>(d, f(LoadF32(d, x + i)), y + i);
       },
       [&](std::size_t i, std::size_t count) {
-        StoreTail(d, f(LoadTailF32(d, x + i, count, hn::Zero(d))), y + i, count);
+        StoreTailF32(d, f(LoadTailF32(d, x + i, count, hn::Zero(d))), y + i, count);
       });
   hwy::FlushStream();
 }
 
-// VScale for a softmax's exps (never NaN: StoreF32NotNaN).
+// VScale for a softmax's exps (never NaN: StoreF32NotNaN), with streaming stores
+// where `stream`.
 template <class T>
-void VScaleExps(const float* e, T* y, std::size_t n, float scale) {
+void VScaleExps(const float* e, T* y, std::size_t n, float scale, bool stream) {
   const DF d;
   const VF vscale = hn::Set(d, scale);
+  if (stream) return MapStreaming</*kNotNaN=*/true>(d, e, y, n, false, [&](VF v) { return hn::Mul(v, vscale); });
   Walk<1>(
       d, n, false, [&](std::size_t i) { StoreF32NotNaN(d, hn::Mul(hn::LoadU(d, e + i), vscale), y + i); },
       [&](std::size_t i) { StoreF32NotNaN(d, hn::Mul(hn::LoadU(d, e + i), vscale), y + i); },
@@ -362,9 +364,7 @@ void SoftmaxNormalize(const T* x, T* y, std::size_t n, float m, const InverseTem
       VF z;
       return hn::Mul(exp_of(d, v, z), vscale);
     };
-    if constexpr (std::is_same_v<T, float>) {
-      if (Streams(stores, y)) return MapStreaming(d, x, y, n, backward, f, Ahead<T>{ahead.x, nullptr});
-    }
+    if (Streams(stores, y)) return MapStreaming(d, x, y, n, backward, f, Ahead<T>{ahead.x, nullptr});
     Map(d, x, y, n, backward, f, ahead);
   });
 }
@@ -380,9 +380,7 @@ void LogSoftmaxNormalizeT(const T* x, T* y, std::size_t n, float m, const Invers
     ScaledDifference<kUnitT>(d, c.t, v, c.neg_m, z, z_lo);  // z_lo zeroed where it is no small correction
     return hn::Sub(hn::Add(z, z_lo), vlog_d);
   };
-  if constexpr (std::is_same_v<T, float>) {
-    if (Streams(stores, y)) return MapStreaming(d, x, y, n, backward, f);
-  }
+  if (Streams(stores, y)) return MapStreaming(d, x, y, n, backward, f);
   Map(d, x, y, n, backward, f);
 }
 
@@ -444,13 +442,11 @@ bool SoftmaxInRegistersT(const T* x, T* y, std::size_t n, const InverseTemperatu
   const VF scale = hn::Set(d, static_cast<float>(1.0 / sum));
   for (std::size_t k = 0; k < kVectors; ++k) {
     if (k < full) {
-      if constexpr (std::is_same_v<T, float>) {
-        if (stream) {
-          hn::Stream(hn::Mul(v[k], scale), d, y + k * N);
-          continue;
-        }
+      if (stream) {
+        StreamF32(d, hn::Mul(v[k], scale), y + k * N);
+      } else {
+        StoreF32(d, hn::Mul(v[k], scale), y + k * N);
       }
-      StoreF32(d, hn::Mul(v[k], scale), y + k * N);
     } else if (k == full && tail > 0) {
       StoreTailF32(d, hn::Mul(v[k], scale), y + k * N, tail);
     }
@@ -462,21 +458,22 @@ bool SoftmaxInRegistersT(const T* x, T* y, std::size_t n, const InverseTemperatu
 // rows take the fused passes over L1.
 inline constexpr std::size_t kMaxRegisterVectors = 16;
 
-// Whether float rows at y, y_row_stride apart, are all aligned to the vector.
-HWY_INLINE bool RowsAligned(const float* y, std::ptrdiff_t y_row_stride) {
-  const std::size_t vector_bytes = hn::Lanes(DF()) * sizeof(float);
+// Whether rows at y, y_row_stride apart, are all aligned to the stored vector
+// (Lanes(DF) elements of T).
+template <class T>
+HWY_INLINE bool RowsAligned(const T* y, std::ptrdiff_t y_row_stride) {
+  const std::size_t vector_bytes = hn::Lanes(DF()) * sizeof(T);
   return reinterpret_cast<std::uintptr_t>(y) % vector_bytes == 0 &&
-         static_cast<std::size_t>(y_row_stride) * sizeof(float) % vector_bytes == 0;
+         static_cast<std::size_t>(y_row_stride) * sizeof(T) % vector_bytes == 0;
 }
 
 // Rows one after another in one call: no dispatch or set-up per row, and the
 // out-of-order core overlaps one row's reductions with the next row's loads.
-// Streaming stores where asked for float rows that are all aligned to the vector.
+// Streaming stores where asked for rows that are all aligned to the vector.
 template <class T, std::size_t kVectors>
 std::size_t RowsInRegistersT(const T* x, std::ptrdiff_t x_row_stride, T* y, std::ptrdiff_t y_row_stride,
                              std::size_t rows, std::size_t n, const InverseTemperature& inv, Stores stores) {
-  bool stream = false;
-  if constexpr (std::is_same_v<T, float>) stream = stores == Stores::streaming && RowsAligned(y, y_row_stride);
+  const bool stream = stores == Stores::streaming && RowsAligned(y, y_row_stride);
   std::size_t r = 0;
   for (; r < rows; ++r) {
     const auto offset = static_cast<std::ptrdiff_t>(r);
@@ -504,34 +501,22 @@ std::size_t RowsFusedPasses(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t 
     T* yr = y + static_cast<std::ptrdiff_t>(r) * ys;
     const float m = RMax(xr, n);
     if (!std::isfinite(m)) return r;
+    const bool streams = Streams(stores, yr);
     float* e = buffer;
-    bool streams = false;
     if constexpr (std::is_same_v<T, float>) {
-      streams = Streams(stores, yr);
       if (!streams) e = yr;
     }
     Ahead<T> next;
     if (prefetch && r + 1 < rows) next = {xr + xs, streams ? nullptr : yr + ys};
-    if constexpr (std::is_same_v<T, bfloat16>) {
+    ExpSum sum;
+    if (std::is_same_v<T, bfloat16> && FoldsMax(m, inv)) {
       // bf16's subnormal outputs without the gradual exp: exps 2^64 times too large
       // (never subnormal), which their sum's reciprocal scales back in one multiply.
-      if (FoldsMax(m, inv)) {
-        const ExpSum sum = RExp<true, false>(FoldedMaxExp<T, ExpRange::times_2_64>(DF(), m), xr, e, n, false, next);
-        VScaleExps(e, yr, n, static_cast<float>(1.0 / sum.below_max));
-        continue;
-      }
+      sum = RExp<true, false>(FoldedMaxExp<T, ExpRange::times_2_64>(DF(), m), xr, e, n, false, next);
+    } else {
+      sum = RStoreExp(xr, e, n, m, inv, next);
     }
-    const ExpSum sum = RStoreExp(xr, e, n, m, inv, next);
-    const auto scale = static_cast<float>(1.0 / sum.below_max);
-    if constexpr (std::is_same_v<T, float>) {
-      if (streams) {
-        const DF d;
-        const VF vscale = hn::Set(d, scale);
-        MapStreaming(d, e, yr, n, false, [&](VF v) { return hn::Mul(v, vscale); });
-        continue;
-      }
-    }
-    VScaleExps(e, yr, n, scale);
+    VScaleExps(e, yr, n, static_cast<float>(1.0 / sum.below_max), streams);
   }
   return rows;
 }

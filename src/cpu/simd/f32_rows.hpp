@@ -90,8 +90,8 @@ void f32_vscale(const float* e, half* y, std::size_t n, float scale);
 void f32_vscale(const float* e, bfloat16* y, std::size_t n, float scale);
 
 // y[i] = exp((x[i] - m) * inv_t) * scale. y may be x itself.
-// Stores::streaming (float rows; see options.hpp) writes whole vectors with
-// non-temporal stores and fences before returning; automatic counts as cached.
+// Stores::streaming (see options.hpp) writes whole vectors with non-temporal stores
+// and fences before returning; automatic counts as cached.
 void f32_softmax_normalize(const float* x, float* y, std::size_t n, float m, double inv_t, float scale,
                            bool backward, const Ahead<float>& ahead = {}, Stores stores = Stores::cached);
 void f32_softmax_normalize(const half* x, half* y, std::size_t n, float m, double inv_t, float scale, bool backward,
