@@ -11,6 +11,7 @@
 #include <span>
 #include <string_view>
 
+#include "smax/options.hpp"
 #include "smax/tensor.hpp"
 
 namespace smax {
@@ -19,6 +20,10 @@ struct BackwardOptions {
   int axis = -1;             // the softmax axis; negative axes count from the end
   double temperature = 1.0;  // the forward pass computed softmax(x / T); finite and > 0
   int threads = 0;           // 0 = all cores
+  // How dx is written (options.hpp): automatic streams where y, dy and dx together
+  // exceed a quarter of the last-level cache. Contiguous f32, f16 and bf16 rows only;
+  // never changes a bit of dx.
+  Stores stores = Stores::automatic;
 };
 
 // dx = y * (dy - sum(y * dy)) / T along options.axis, where y = softmax(x / T) is the

@@ -19,25 +19,27 @@ _INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32))
 
 
 def softmax_backward(y, dy, axis: int = -1, *, temperature: float = 1.0, out: Optional[Any] = None,
-                     threads: Optional[int] = None):
+                     threads: Optional[int] = None, stores: str = "auto"):
     """The gradient with respect to ``x`` of ``y = softmax(x / temperature)`` along
     ``axis``, given ``dy``, the gradient with respect to ``y``:
     ``dx = y * (dy - sum(y * dy)) / temperature``, in one reduction pass and one write
-    pass. ``out`` may be ``dy`` or ``y`` itself (in place).
+    pass. ``out`` may be ``dy`` or ``y`` itself (in place). ``stores``: how the result
+    is written, as for :func:`smax.softmax` (``"auto"`` streams it around the cache
+    where ``y``, ``dy`` and the result exceed a quarter of the last-level cache).
 
     >>> y = smax.softmax(np.array([0.0, 1.0, 2.0])); dy = np.array([1.0, 0.0, 0.0])
     >>> print(smax.softmax_backward(y, dy).round(4))
     [ 0.0819 -0.0220 -0.0599]
     """
-    return _backward("softmax_backward", y, dy, axis, temperature, out, threads)
+    return _backward("softmax_backward", y, dy, axis, temperature, out, threads, stores)
 
 
 def log_softmax_backward(log_y, dy, axis: int = -1, *, temperature: float = 1.0, out: Optional[Any] = None,
-                         threads: Optional[int] = None):
+                         threads: Optional[int] = None, stores: str = "auto"):
     """The gradient with respect to ``x`` of ``log_y = log_softmax(x / temperature)``:
     ``dx = (dy - exp(log_y) * sum(dy)) / temperature``. Arguments as for
     :func:`softmax_backward`."""
-    return _backward("log_softmax_backward", log_y, dy, axis, temperature, out, threads)
+    return _backward("log_softmax_backward", log_y, dy, axis, temperature, out, threads, stores)
 
 
 def cross_entropy(input, target, weight=None, ignore_index: Optional[int] = -100, reduction: Reduction = "mean",
@@ -125,7 +127,7 @@ def _target_arg(op: str, target):
     return _target_arg(op, np.asarray(target))
 
 
-def _backward(op, y, dy, axis, temperature, out, threads):
+def _backward(op, y, dy, axis, temperature, out, threads, stores):
     kind = _wrap_input(op, y)
     dy_kind = _wrap_input(op, dy)
     axis = _axis_arg(op, axis)
@@ -136,6 +138,6 @@ def _backward(op, y, dy, axis, temperature, out, threads):
     else:
         result = out
         out_arg, out_bits = _out_arg(op, out)
-    _smax.backward(op, kind.arg, dy_kind.arg, out_arg, axis, float(temperature), threads, kind.bf16_bits,
-                   dy_kind.bf16_bits, out_bits)
+    _smax.backward(op, kind.arg, dy_kind.arg, out_arg, axis, float(temperature), threads, str(stores),
+                   kind.bf16_bits, dy_kind.bf16_bits, out_bits)
     return result if out is not None else kind.finish(result)

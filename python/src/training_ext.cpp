@@ -53,12 +53,17 @@ struct Floats {
 };
 
 void backward(const std::string& op, const InputArray& y, const InputArray& dy, const OutputArray& dx, int axis,
-              double temperature, int threads, bool y_bits, bool dy_bits, bool dx_bits) {
+              double temperature, int threads, const std::string& stores, bool y_bits, bool dy_bits, bool dx_bits) {
+  const auto parsed_stores = smax::parse_stores(stores);
+  if (!parsed_stores) {
+    throw smax::Error(smax::Errc::option, op + ": unknown stores '" + stores + "'; use auto, cached or streaming");
+  }
   const Floats yf(op, "y", y, y_bits), dyf(op, "dy", dy, dy_bits), dxf(op, "out", dx, dx_bits);
   const smax::TensorView yv(y.data(), yf.dtype, yf.shape, yf.strides);
   const smax::TensorView dyv(dy.data(), dyf.dtype, dyf.shape, dyf.strides);
   const smax::MutableTensorView dxv(dx.data(), dxf.dtype, dxf.shape, dxf.strides);
-  const smax::BackwardOptions options{.axis = axis, .temperature = temperature, .threads = threads};
+  const smax::BackwardOptions options{
+      .axis = axis, .temperature = temperature, .threads = threads, .stores = *parsed_stores};
   const bool log = op == "log_softmax_backward";
   nb::gil_scoped_release no_gil;
   if (log) smax::log_softmax_backward(yv, dyv, dxv, options);
@@ -116,7 +121,7 @@ void cross_entropy(const InputArray& logits, const InputArray& target, const Out
 
 void register_training(nb::module_& m) {
   m.def("backward", &backward, "op"_a, "y"_a.noconvert(), "dy"_a.noconvert(), "out"_a.noconvert(), "axis"_a,
-        "temperature"_a, "threads"_a, "y_bf16_bits"_a, "dy_bf16_bits"_a, "out_bf16_bits"_a);
+        "temperature"_a, "threads"_a, "stores"_a, "y_bf16_bits"_a, "dy_bf16_bits"_a, "out_bf16_bits"_a);
   m.def("cross_entropy", &cross_entropy, "logits"_a.noconvert(), "target"_a.noconvert(), "loss"_a.noconvert(),
         "weight"_a.noconvert().none(), "grad"_a.noconvert().none(), "log_prob"_a.noconvert().none(), "axis"_a,
         "reduction"_a, "ignore_index"_a.none(), "label_smoothing"_a, "threads"_a, "logits_bf16_bits"_a,

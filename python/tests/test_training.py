@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import smax
+from reference import BFLOAT16
 
 
 def softmax64(x, axis):
@@ -61,6 +62,22 @@ def test_backward_in_place_and_views(rng):
     result = smax.softmax_backward(y, buffer, out=buffer)
     assert result is buffer
     np.testing.assert_array_equal(buffer, expected)
+
+
+@pytest.mark.parametrize("dtype_name", ["float32", "float16", "bfloat16"])
+def test_backward_streaming_stores_write_the_cached_bits(rng, dtype_name):
+    dtype = BFLOAT16 if dtype_name == "bfloat16" else np.dtype(dtype_name)
+    if dtype is None:
+        pytest.skip("bfloat16 needs ml_dtypes")
+    x = rng.normal(size=(6, 1000))
+    dy = rng.normal(size=x.shape).astype(dtype)
+    for op, forward in ((smax.softmax_backward, softmax64(x, 1)), (smax.log_softmax_backward, np.log(softmax64(x, 1)))):
+        first = forward.astype(dtype)
+        cached = op(first, dy, temperature=0.7, stores="cached")
+        streamed = op(first, dy, temperature=0.7, stores="streaming")
+        np.testing.assert_array_equal(streamed.view(np.uint8), cached.view(np.uint8))
+    with pytest.raises(ValueError, match="softmax_backward: unknown stores 'around'"):
+        smax.softmax_backward(first, dy, stores="around")
 
 
 @pytest.mark.parametrize("reduction", ["none", "sum", "mean"])

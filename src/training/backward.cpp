@@ -7,6 +7,7 @@
 
 #include "core/format.hpp"
 #include "cpu/element.hpp"
+#include "plan/planner.hpp"
 #include "smax/info.hpp"
 #include "smax/training.hpp"
 #include "training/rows.hpp"
@@ -53,7 +54,16 @@ struct Request {
   RowFold fold;                                 // views: 0 y, 1 dy, 2 dx
   double inv_t;
   int threads;
+  bool stream;  // dx's whole vectors around the cache (the vectorised rows)
 };
+
+// BackwardOptions::stores: automatic streams as the forward planner does, by the
+// bytes the call moves (two reads and a write).
+bool streams_dx(Stores stores, DType dtype, std::int64_t elements) {
+  if (stores != Stores::automatic) return stores == Stores::streaming;
+  const std::int64_t moved = 3 * elements * static_cast<std::int64_t>(size_of(dtype));
+  return machine().l3_bytes > 0 && moved > machine().l3_bytes / detail::kStreamingLlcDivisor;
+}
 
 Request validate(Kind kind, const TensorView& y, const TensorView& dy, const MutableTensorView& dx,
                  const BackwardOptions& o) {
@@ -103,6 +113,7 @@ Request validate(Kind kind, const TensorView& y, const TensorView& dy, const Mut
                                        training::batch_strides(dx.strides(), axis)};
   r.fold = training::fold_rows(batch, strides);
   r.threads = training::thread_count(o.threads, r.fold.rows, r.length);
+  r.stream = streams_dx(o.stores, r.dtype, r.fold.rows * r.length);
   return r;
 }
 
@@ -152,14 +163,14 @@ inline constexpr bool kSimdRows = std::is_same_v<T, float> || std::is_same_v<T, 
 
 template <class T>
 void simd_row(Kind kind, const T* y, const T* dy, T* dx, std::int64_t n, double inv_t,
-              const training::simd::NextRow& next) {
+              const training::simd::NextRow& next, bool stream) {
   const auto length = static_cast<std::size_t>(n);
   if (kind == Kind::softmax) {
     training::simd::softmax_backward_write(y, dy, dx, length, training::simd::sum_of_products(y, dy, length), inv_t,
-                                           next);
+                                           next, stream);
   } else {
     training::simd::log_softmax_backward_write(y, dy, dx, length, training::simd::sum_of(dy, length).hi, inv_t,
-                                               next);
+                                               next, stream);
   }
 }
 
@@ -192,7 +203,7 @@ void run_typed(const Request& r) {
             after.next();
             next = {y + after.offset(0), dy + after.offset(1), sizeof(T) * static_cast<std::size_t>(r.length)};
           }
-          simd_row(r.kind, y + at.offset(0), dy + at.offset(1), dx + at.offset(2), r.length, r.inv_t, next);
+          simd_row(r.kind, y + at.offset(0), dy + at.offset(1), dx + at.offset(2), r.length, r.inv_t, next, r.stream);
           continue;
         }
       }

@@ -114,7 +114,7 @@ TEST_F(CliTraining, BackwardFilesHoldTheLibrarysResults) {
       write_tensor(dir / "dy.npy", dy, /*fortran_order=*/true);
       const RunResult run = run_cli({log ? "log-softmax-backward" : "softmax-backward", (dir / "y.npy").string(),
                                      (dir / "dy.npy").string(), (dir / "dx.npy").string(), "--axis", "1",
-                                     "--temperature", "0.5"});
+                                     "--temperature", "0.5", "--stores", "streaming"});
       ASSERT_EQ(run.exit_code, 0) << run.err;
       TestTensor dx(dtype, {3, 6, 5});
       const BackwardOptions options{.axis = 1, .temperature = 0.5};
@@ -150,6 +150,9 @@ TEST_F(CliTraining, FailuresExitWithTheirStatusAndWriteNothing) {
   run = run_cli({"log-softmax-backward", l, l, out, "--axis", "2"});
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_NE(run.err.find("axis 2"), std::string::npos) << run.err;
+  run = run_cli({"softmax-backward", l, l, out, "--stores", "around"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("--stores around"), std::string::npos) << run.err;
   EXPECT_EQ(dir.list(), (std::vector<std::string>{"logits.npy", "t.npy"}));
   run = run_cli({"cross-entropy", "--help"});
   EXPECT_EQ(run.exit_code, 0);

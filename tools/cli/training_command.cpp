@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "args.hpp"
+#include "choices.hpp"
 #include "commands.hpp"
 #include "npy.hpp"
 #include "smax/error.hpp"
@@ -15,7 +16,8 @@
 namespace smax::cli {
 namespace {
 
-constexpr std::array<OptionSpec, 3> kBackwardOptions{{{"axis", true}, {"temperature", true}, {"threads", true}}};
+constexpr std::array<OptionSpec, 4> kBackwardOptions{
+    {{"axis", true}, {"temperature", true}, {"threads", true}, {"stores", true}}};
 constexpr std::array<OptionSpec, 8> kCrossEntropyOptions{{{"weights", true},
                                                           {"ignore-index", true},
                                                           {"reduction", true},
@@ -68,6 +70,9 @@ Options:
   --axis A            the softmax axis; negative counts from the end (default -1)
   --temperature T     the forward pass's temperature; finite and > 0 (default 1)
   --threads N         threads to use; 0 means all cores (default 0)
+  --stores MODE       auto, cached or streaming: how DX is written, through the
+                      cache or around it; auto streams where Y, DY and DX exceed a
+                      quarter of the last-level cache (default auto)
   -h, --help          show this text
 )";
 
@@ -105,6 +110,7 @@ int run_backward(const std::string& command, std::span<const std::string> args) 
   if (auto text = arguments.value("axis")) options.axis = parse_int(command, "axis", *text);
   if (auto text = arguments.value("temperature")) options.temperature = parse_number(command, "temperature", *text);
   if (auto text = arguments.value("threads")) options.threads = parse_int(command, "threads", *text);
+  if (auto text = arguments.value("stores")) options.stores = stores_choice(command, *text);
 
   const npy::Array y = npy::read(arguments.positional[0]);
   const npy::Array dy = npy::read(arguments.positional[1]);

@@ -16,6 +16,7 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "training/simd/gradient_rows.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include "cpu/simd/argument-inl.h"
@@ -265,13 +266,38 @@ HWY_INLINE void PrefetchNext(const NextRow& next, std::size_t byte_offset, std::
 #endif
 }
 
+// Whether dx can take streaming stores where asked: aligned to its element.
+template <class T>
+HWY_INLINE bool Streams(bool stream, const T* dx) {
+  return stream && reinterpret_cast<std::uintptr_t>(dx) % sizeof(T) == 0;
+}
+
+// A whole vector of dx at i: streamed (aligned: WalkFloats with aligned_to) or stored.
+template <class T>
+HWY_INLINE void StoreWhole(DF df, VF v, T* dx, bool stream) {
+  if (stream) {
+    cs::StreamF32(df, v, dx);
+  } else {
+    cs::StoreF32(df, v, dx);
+  }
+}
+
 // Walks [0, n) in float vectors, two at a time (prefetching that stretch of the next
-// row), then one, then the tail: step(i, count).
+// row), then one, then the tail: step(i, count). With `aligned_to` (an output row of
+// T), the walk first takes the piece before its first address aligned to a vector of
+// T, so that every whole vector after it (count == Lanes) is aligned, as streaming
+// stores need.
 template <class T, class Step>
-HWY_INLINE void WalkFloats(std::size_t n, const NextRow& next, Step&& step) {
+HWY_INLINE void WalkFloats(std::size_t n, const NextRow& next, Step&& step, const T* aligned_to = nullptr) {
   const DF df;
   const std::size_t N = hn::Lanes(df);
   std::size_t i = 0;
+  if (aligned_to != nullptr) {
+    const std::size_t bytes = N * sizeof(T);
+    const std::size_t misalignment = reinterpret_cast<std::uintptr_t>(aligned_to) % bytes;
+    i = std::min(n, (bytes - misalignment) % bytes / sizeof(T));
+    if (i > 0) step(0, i);
+  }
   for (; i + 2 * N <= n; i += 2 * N) {
     PrefetchNext(next, i * sizeof(T), 2 * N * sizeof(T));
     step(i, N);
@@ -329,14 +355,15 @@ HWY_INLINE bool SplitIntoFloats(SplitSum s, FloatTriple& out) {
 
 // In float lanes: dx = y * (((dy - hi) - mid) - lo) * (1/T), five float roundings
 // (with 1/T's own) of at most 2^-24 each, within f32's 1e-6 (16-bit outputs: far
-// within their unit in the last place). For f32 a vector is redone in double where
+// within their unit in the last place). For f32 an element is redone in double where
 // its float result overflowed (dx itself may still fit, after the product by 1/T),
 // and, when 1/T > 1, where the product y * (dy - s) fell below float's normal range
 // (1/T would enlarge its absolute rounding beyond a subnormal step); y = 0 gives an
-// exact 0 either way.
+// exact 0 either way. Only those elements: each element's bits then do not depend on
+// where the vectors fall (dx's alignment decides that when dx streams).
 template <class T, bool kScaled, bool kTinyProductsMatter>
 void SoftmaxBackwardFloatLanes(const T* y, const T* dy, T* dx, std::size_t n, SplitSum s, const FloatTriple& parts,
-                               float inv_t_f, double inv_t, const NextRow& next) {
+                               float inv_t_f, double inv_t, const NextRow& next, bool stream) {
   const DF df;
   const std::size_t N = hn::Lanes(df);
   const VF hi = hn::Set(df, parts.hi);
@@ -349,37 +376,41 @@ void SoftmaxBackwardFloatLanes(const T* y, const T* dy, T* dx, std::size_t n, Sp
     const VF vy = LoadFloats(df, y + i, count, zero);
     const VF vdy = LoadFloats(df, dy + i, count, zero);
     const VF product = hn::Mul(vy, hn::Sub(hn::Sub(hn::Sub(vdy, hi), mid), lo));
-    const VF v = kScaled ? hn::Mul(product, scale) : product;
+    VF v = kScaled ? hn::Mul(product, scale) : product;
     if constexpr (std::is_same_v<T, float>) {
-      bool exact = hn::AllTrue(df, hn::IsFinite(v));
+      auto exact = hn::IsFinite(v);
       if constexpr (kTinyProductsMatter) {
-        exact = exact && hn::AllTrue(df, hn::Or(hn::Ge(hn::Abs(product), smallest_normal), hn::Eq(vy, zero)));
+        exact = hn::And(exact, hn::Or(hn::Ge(hn::Abs(product), smallest_normal), hn::Eq(vy, zero)));
       }
-      if (HWY_UNLIKELY(!exact)) {
-        SoftmaxBackwardWide(y + i, dy + i, dx + i, count, s, inv_t);
-        return;
+      if (HWY_UNLIKELY(!hn::AllTrue(df, exact))) {
+        HWY_ALIGN float wide[cs::kMaxVectorBytes / sizeof(float)] = {};
+        SoftmaxBackwardWide(y + i, dy + i, wide, count, s, inv_t);
+        v = hn::IfThenElse(exact, v, hn::Load(df, wide));
       }
     }
-    if (count == N) cs::StoreF32(df, v, dx + i);
+    if (count == N) StoreWhole(df, v, dx + i, stream);
     else cs::StoreTailF32(df, v, dx + i, count);
-  });
+  }, stream ? dx : nullptr);
+  if (stream) hwy::FlushStream();
 }
 
+// Rows whose s or 1/T does not fit the float lanes store through the cache (rare).
 template <class T>
 void SoftmaxBackwardWrite(const T* y, const T* dy, T* dx, std::size_t n, SplitSum s, double inv_t,
-                          const NextRow& next) {
+                          const NextRow& next, bool stream) {
   FloatTriple parts;
   const float inv_t_f = static_cast<float>(inv_t);
   if (!SplitIntoFloats(s, parts) || !(inv_t_f >= std::numeric_limits<float>::min() && std::isfinite(inv_t_f))) {
     SoftmaxBackwardWide(y, dy, dx, n, s, inv_t);
     return;
   }
+  stream = Streams(stream, dx);
   if (inv_t == 1.0) {
-    SoftmaxBackwardFloatLanes<T, false, false>(y, dy, dx, n, s, parts, inv_t_f, inv_t, next);
+    SoftmaxBackwardFloatLanes<T, false, false>(y, dy, dx, n, s, parts, inv_t_f, inv_t, next, stream);
   } else if (inv_t_f <= 1.0f) {
-    SoftmaxBackwardFloatLanes<T, true, false>(y, dy, dx, n, s, parts, inv_t_f, inv_t, next);
+    SoftmaxBackwardFloatLanes<T, true, false>(y, dy, dx, n, s, parts, inv_t_f, inv_t, next, stream);
   } else {
-    SoftmaxBackwardFloatLanes<T, true, true>(y, dy, dx, n, s, parts, inv_t_f, inv_t, next);
+    SoftmaxBackwardFloatLanes<T, true, true>(y, dy, dx, n, s, parts, inv_t_f, inv_t, next, stream);
   }
 }
 
@@ -407,21 +438,23 @@ void LogSoftmaxBackwardWide(const T* log_y, const T* dy, T* dx, std::size_t n, d
   });
 }
 
-// A double exp per element costs more than the memory it reads, so most vectors are
+// A double exp per element costs more than the memory it reads, so most elements are
 // done in float lanes: dx = (dy - p * S) / T with p from the float exp (1.01 ulp).
 // That is within 1e-6 of dx wherever |p S| <= 2 |dx| (the exp's error, relative to
 // p S, cannot then grow by more than 2 relative to dx) and p is a normal float;
-// every other vector (dy and p S cancelling, log_y below -87 or not a log-probability,
-// S beyond float's range) goes through the double lanes again, from memory.
+// every other element (dy and p S cancelling, log_y below -87 or not a
+// log-probability; a row whose S is beyond float's range) goes through the double
+// lanes again, from memory, alone: its bits do not depend on where the vectors fall.
 template <class T>
 void LogSoftmaxBackwardWrite(const T* log_y, const T* dy, T* dx, std::size_t n, double sum, double inv_t,
-                             const NextRow& next) {
+                             const NextRow& next, bool stream) {
   const float sum_f = static_cast<float>(sum);
   const float inv_t_f = static_cast<float>(inv_t);
   if (!std::isfinite(sum_f) || !(inv_t_f >= std::numeric_limits<float>::min() && std::isfinite(inv_t_f))) {
     LogSoftmaxBackwardWide(log_y, dy, dx, n, sum, inv_t);
     return;
   }
+  stream = Streams(stream, dx);
   const DF df;
   const std::size_t N = hn::Lanes(df);
   const VF vsum = hn::Set(df, sum_f);
@@ -438,13 +471,16 @@ void LogSoftmaxBackwardWrite(const T* log_y, const T* dy, T* dx, std::size_t n, 
     // NaN anywhere fails the comparisons and takes the double lanes as well.
     const auto in_domain = hn::Or(hn::And(hn::Ge(ly, normal_floor), hn::Le(ly, zero)), hn::Eq(ly, neg_inf));
     const auto exact_enough = hn::And(in_domain, hn::Le(hn::Abs(ps), hn::Mul(two, hn::Abs(v))));
+    VF out = hn::Mul(v, scale);
     if (HWY_UNLIKELY(!hn::AllTrue(df, exact_enough))) {
-      LogSoftmaxBackwardWide(log_y + i, dy + i, dx + i, count, sum, inv_t);
-      return;
+      HWY_ALIGN T wide[cs::kMaxVectorBytes / sizeof(float)] = {};
+      LogSoftmaxBackwardWide(log_y + i, dy + i, wide, count, sum, inv_t);
+      out = hn::IfThenElse(exact_enough, out, LoadFloats(df, wide, count, zero));  // exact: wide holds T values
     }
-    if (count == N) cs::StoreF32(df, hn::Mul(v, scale), dx + i);
-    else cs::StoreTailF32(df, hn::Mul(v, scale), dx + i, count);
-  });
+    if (count == N) StoreWhole(df, out, dx + i, stream);
+    else cs::StoreTailF32(df, out, dx + i, count);
+  }, stream ? dx : nullptr);
+  if (stream) hwy::FlushStream();
 }
 
 // Cross-entropy runs in float lanes; the loss's offsets widen into double lanes.
@@ -641,12 +677,12 @@ double CrossEntropyBlockFromExpsT(const T* x, const float* e, T* grad, const T* 
   SplitSum SumOfProducts##Suffix(const T* y, const T* dy, std::size_t n) { return SumOfProducts(y, dy, n); }      \
   SplitSum SumOf##Suffix(const T* v, std::size_t n) { return SumOf(v, n); }                                      \
   void SoftmaxBackwardWrite##Suffix(const T* y, const T* dy, T* dx, std::size_t n, SplitSum s, double inv_t,      \
-                                    NextRow next) {                                                               \
-    SoftmaxBackwardWrite(y, dy, dx, n, s, inv_t, next);                                                           \
+                                    NextRow next, bool stream) {                                                  \
+    SoftmaxBackwardWrite(y, dy, dx, n, s, inv_t, next, stream);                                                   \
   }                                                                                                               \
   void LogSoftmaxBackwardWrite##Suffix(const T* ly, const T* dy, T* dx, std::size_t n, double sum, double inv_t,  \
-                                       NextRow next) {                                                            \
-    LogSoftmaxBackwardWrite(ly, dy, dx, n, sum, inv_t, next);                                                     \
+                                       NextRow next, bool stream) {                                               \
+    LogSoftmaxBackwardWrite(ly, dy, dx, n, sum, inv_t, next, stream);                                             \
   }                                                                                                               \
   double CrossEntropyRow##Suffix(const T* x, T* grad, const T* weight, std::size_t n, const CrossEntropyRow& row, \
                                  bool want_offsets) {                                                             \
@@ -685,12 +721,12 @@ namespace smax::training::simd {
   }                                                                                                            \
   SplitSum sum_of(const T* v, std::size_t n) { return HWY_DYNAMIC_DISPATCH(SumOf##Suffix)(v, n); }             \
   void softmax_backward_write(const T* y, const T* dy, T* dx, std::size_t n, SplitSum s, double inv_t,         \
-                              NextRow next) {                                                                  \
-    HWY_DYNAMIC_DISPATCH(SoftmaxBackwardWrite##Suffix)(y, dy, dx, n, s, inv_t, next);                          \
+                              NextRow next, bool stream) {                                                     \
+    HWY_DYNAMIC_DISPATCH(SoftmaxBackwardWrite##Suffix)(y, dy, dx, n, s, inv_t, next, stream);                  \
   }                                                                                                            \
   void log_softmax_backward_write(const T* log_y, const T* dy, T* dx, std::size_t n, double sum, double inv_t, \
-                                  NextRow next) {                                                              \
-    HWY_DYNAMIC_DISPATCH(LogSoftmaxBackwardWrite##Suffix)(log_y, dy, dx, n, sum, inv_t, next);                 \
+                                  NextRow next, bool stream) {                                                 \
+    HWY_DYNAMIC_DISPATCH(LogSoftmaxBackwardWrite##Suffix)(log_y, dy, dx, n, sum, inv_t, next, stream);         \
   }                                                                                                            \
   double cross_entropy_row(const T* x, T* grad, const T* weight, std::size_t n, const CrossEntropyRow& row,    \
                            bool want_offsets) {                                                                \

@@ -50,23 +50,24 @@ struct NextRow {
 };
 
 // dx[i] = y[i] * (dy[i] - s) * inv_t, rounded to T, with s = s.hi + s.lo. dx may be y
-// or dy itself.
+// or dy itself. With `stream`, whole vectors of dx at aligned addresses go out with
+// streaming stores (around the cache; the same bits), fenced before returning.
 void softmax_backward_write(const float* y, const float* dy, float* dx, std::size_t n, SplitSum s, double inv_t,
-                            NextRow next = {});
+                            NextRow next = {}, bool stream = false);
 void softmax_backward_write(const half* y, const half* dy, half* dx, std::size_t n, SplitSum s, double inv_t,
-                            NextRow next = {});
+                            NextRow next = {}, bool stream = false);
 void softmax_backward_write(const bfloat16* y, const bfloat16* dy, bfloat16* dx, std::size_t n, SplitSum s,
-                            double inv_t, NextRow next = {});
+                            double inv_t, NextRow next = {}, bool stream = false);
 
 // dx[i] = (dy[i] - exp(log_y[i]) * sum) * inv_t in double, with a double exp (0
 // below DBL_MIN); an element whose log_y is not <= 0 (not a log-probability: NaN,
-// positive) takes std::exp. dx may be log_y or dy itself.
+// positive) takes std::exp. dx may be log_y or dy itself. `stream` as above.
 void log_softmax_backward_write(const float* log_y, const float* dy, float* dx, std::size_t n, double sum,
-                                double inv_t, NextRow next = {});
+                                double inv_t, NextRow next = {}, bool stream = false);
 void log_softmax_backward_write(const half* log_y, const half* dy, half* dx, std::size_t n, double sum,
-                                double inv_t, NextRow next = {});
+                                double inv_t, NextRow next = {}, bool stream = false);
 void log_softmax_backward_write(const bfloat16* log_y, const bfloat16* dy, bfloat16* dx, std::size_t n, double sum,
-                                double inv_t, NextRow next = {});
+                                double inv_t, NextRow next = {}, bool stream = false);
 
 // One cross-entropy row with a finite max m, and its coefficients a_c = spread * w_c
 // (the target's own share is the caller's): grad[c] = (S * exp(x[c] - m) / d - a_c) *
