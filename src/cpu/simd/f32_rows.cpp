@@ -485,6 +485,19 @@ std::size_t RowsInRegistersT(const T* x, std::ptrdiff_t x_row_stride, T* y, std:
   return r;
 }
 
+// The fused rows' exp pass: the exps of x to e and their sum, `side` run beside each
+// step (RExp). bf16 rows take their subnormal outputs without the gradual exp: exps
+// 2^64 times too large (never subnormal), which their sum's reciprocal scales back in
+// the one multiply of the scaling pass.
+template <class T, class Side = NoSide>
+HWY_INLINE ExpSum RStoreSoftmaxExps(const T* x, float* e, std::size_t n, float m, const InverseTemperature& inv,
+                                    const Ahead<T>& ahead, const Side& side = {}) {
+  if (std::is_same_v<T, bfloat16> && FoldsMax(m, inv)) {
+    return RExp<true, false>(FoldedMaxExp<T, ExpRange::times_2_64>(DF(), m), x, e, n, false, ahead, side);
+  }
+  return WithExp<T>(m, inv, [&](const auto& exp_of) { return RExp<true, false>(exp_of, x, e, n, false, ahead, side); });
+}
+
 // Longer rows by the fused passes: the max, one pass that stores the exps (to y for
 // float rows, to `buffer` for 16-bit ones) and sums them, one that scales them. The
 // store pass also fetches the next row (rows up to kPrefetchRowBytes, which leave room
@@ -508,44 +521,38 @@ std::size_t RowsFusedPasses(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t 
     }
     Ahead<T> next;
     if (prefetch && r + 1 < rows) next = {xr + xs, streams ? nullptr : yr + ys};
-    ExpSum sum;
-    if (std::is_same_v<T, bfloat16> && FoldsMax(m, inv)) {
-      // bf16's subnormal outputs without the gradual exp: exps 2^64 times too large
-      // (never subnormal), which their sum's reciprocal scales back in one multiply.
-      sum = RExp<true, false>(FoldedMaxExp<T, ExpRange::times_2_64>(DF(), m), xr, e, n, false, next);
-    } else {
-      sum = RStoreExp(xr, e, n, m, inv, next);
-    }
+    const ExpSum sum = RStoreSoftmaxExps(xr, e, n, m, inv, next);
     VScaleExps(e, yr, n, static_cast<float>(1.0 / sum.below_max), streams);
   }
   return rows;
 }
 
-// Float rows whose outputs stream, each row's scaling pass run inside the next row's
-// exp pass: every step of that pass also scales and streams the same stretch of the
+// Rows whose outputs stream, each row's scaling pass run inside the next row's exp
+// pass: every step of that pass also scales and streams the same stretch of the
 // previous row (whose exps wait in the other half of `buffer`, 2n floats), so that
 // the stores to memory overlap the arithmetic instead of following it. The outputs
 // (every row of y) must be aligned to the vector, since the steps follow x.
-std::size_t RowsFusedPipelined(const float* x, std::ptrdiff_t xs, float* y, std::ptrdiff_t ys, std::size_t rows,
+template <class T>
+std::size_t RowsFusedPipelined(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows,
                                std::size_t n, const InverseTemperature& inv, float* buffer) {
   const DF d;
   const std::size_t N = hn::Lanes(d);
   struct Pending {
     const float* e = nullptr;
-    float* y = nullptr;
+    T* y = nullptr;
     float scale = 0;
   };
   Pending pending;
-  // Scales and streams [i, i + count) of the pending row.
+  // Scales and streams [i, i + count) of the pending row (a softmax's: never NaN).
   auto drain = [&](std::size_t i, std::size_t count) {
     if (pending.e == nullptr) return;
     const VF scale = hn::Set(d, pending.scale);
     if (count < N) {
-      StoreTail(d, hn::Mul(LoadTail(d, pending.e + i, count, hn::Zero(d)), scale), pending.y + i, count);
+      StoreTailF32(d, hn::Mul(LoadTail(d, pending.e + i, count, hn::Zero(d)), scale), pending.y + i, count);
       return;
     }
     for (std::size_t k = 0; k < count; k += N) {
-      hn::Stream(hn::Mul(hn::LoadU(d, pending.e + i + k), scale), d, pending.y + i + k);
+      StreamF32</*kNotNaN=*/true>(d, hn::Mul(hn::LoadU(d, pending.e + i + k), scale), pending.y + i + k);
     }
   };
   auto finish = [&]() {
@@ -556,18 +563,17 @@ std::size_t RowsFusedPipelined(const float* x, std::ptrdiff_t xs, float* y, std:
     }
     hwy::FlushStream();
   };
-  const bool prefetch = n * sizeof(float) <= kPrefetchRowBytes;
+  const bool prefetch = n * sizeof(T) <= kPrefetchRowBytes;
   for (std::size_t r = 0; r < rows; ++r) {
-    const float* xr = x + static_cast<std::ptrdiff_t>(r) * xs;
+    const T* xr = x + static_cast<std::ptrdiff_t>(r) * xs;
     const float m = RMax(xr, n);
     if (!std::isfinite(m)) {
       finish();
       return r;
     }
     float* e = buffer + (r % 2) * n;
-    const Ahead<float> next{prefetch && r + 1 < rows ? xr + xs : nullptr, nullptr};
-    const ExpSum sum = WithExp<float>(
-        m, inv, [&](const auto& exp_of) { return RExp<true, false>(exp_of, xr, e, n, false, next, drain); });
+    const Ahead<T> next{prefetch && r + 1 < rows ? xr + xs : nullptr, nullptr};
+    const ExpSum sum = RStoreSoftmaxExps(xr, e, n, m, inv, next, drain);
     pending = {e, y + static_cast<std::ptrdiff_t>(r) * ys, static_cast<float>(1.0 / sum.below_max)};
   }
   finish();
@@ -585,10 +591,8 @@ std::size_t SoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, 
   if (n <= kMaxRegisterVectors * N) {
     return RowsInRegistersT<T, kMaxRegisterVectors>(x, xs, y, ys, rows, n, inv, stores);
   }
-  if constexpr (std::is_same_v<T, float>) {
-    if (stores == Stores::streaming && RowsAligned(y, ys) && 2 * n <= kFusedMaxLength) {
-      return RowsFusedPipelined(x, xs, y, ys, rows, n, inv, buffer);
-    }
+  if (stores == Stores::streaming && RowsAligned(y, ys) && 2 * n <= kFusedMaxLength) {
+    return RowsFusedPipelined(x, xs, y, ys, rows, n, inv, buffer);
   }
   return RowsFusedPasses(x, xs, y, ys, rows, n, inv, buffer, stores);
 }
