@@ -57,28 +57,28 @@ HWY_INLINE void ScaleOf(D d, V zc, V& n, hn::Vec<hn::RebindToUnsigned<D>>& shift
   shifted = hn::BitCast(du, t);
 }
 
-// exp(r) - 1 for |r| <= 0.35.
+// p(r) with exp(r) = 1 + r + r^2 p(r) for |r| <= 0.35 (the fitted coefficients).
 template <class D, class V = hn::Vec<D>>
-HWY_INLINE V ExpM1Poly(D d, V r) {
+HWY_INLINE V ExpPolyTail(D d, V r) {
   V p = hn::Set(d, 0x1.6a1a72p-10f);
   p = hn::MulAdd(p, r, hn::Set(d, 0x1.123fc6p-7f));
   p = hn::MulAdd(p, r, hn::Set(d, 0x1.555916p-5f));
   p = hn::MulAdd(p, r, hn::Set(d, 0x1.55548ap-3f));
-  p = hn::MulAdd(p, r, hn::Set(d, 0x1.fffffcp-2f));
-  return hn::MulAdd(p, hn::Mul(r, r), r);
+  return hn::MulAdd(p, r, hn::Set(d, 0x1.fffffcp-2f));
+}
+
+// exp(r) - 1 for |r| <= 0.35.
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE V ExpM1Poly(D d, V r) {
+  return hn::MulAdd(ExpPolyTail(d, r), hn::Mul(r, r), r);
 }
 
 // exp(r) itself for |r| <= 0.35: the same polynomial by Horner's rule to the end, for
 // ScalefWhereNotBelow, which scales it by 2^n.
 template <class D, class V = hn::Vec<D>>
 HWY_INLINE V ExpPoly(D d, V r) {
-  V p = hn::Set(d, 0x1.6a1a72p-10f);
-  p = hn::MulAdd(p, r, hn::Set(d, 0x1.123fc6p-7f));
-  p = hn::MulAdd(p, r, hn::Set(d, 0x1.555916p-5f));
-  p = hn::MulAdd(p, r, hn::Set(d, 0x1.55548ap-3f));
-  p = hn::MulAdd(p, r, hn::Set(d, 0x1.fffffcp-2f));
-  p = hn::MulAdd(p, r, hn::Set(d, 1.0f));
-  return hn::MulAdd(p, r, hn::Set(d, 1.0f));
+  const V one = hn::Set(d, 1.0f);
+  return hn::MulAdd(hn::MulAdd(ExpPolyTail(d, r), r, one), r, one);
 }
 
 // r = z + z_lo - n * ln2.
