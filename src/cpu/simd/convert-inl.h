@@ -214,6 +214,16 @@ HWY_INLINE void StreamF32(DF df, hn::Vec<DF> v, T* p) {
   }
 }
 
+// StreamF32 where `stream` (p aligned as it needs), StoreF32 otherwise.
+template <class DF, class T>
+HWY_INLINE void StoreOrStreamF32(DF df, hn::Vec<DF> v, T* p, bool stream) {
+  if (stream) {
+    StreamF32(df, v, p);
+  } else {
+    StoreF32(df, v, p);
+  }
+}
+
 // Stores the first `count` (< Lanes) lanes of v at p, rounded to T.
 template <class DF>
 HWY_INLINE void StoreTailF32(DF df, hn::Vec<DF> v, float* p, std::size_t count) {

@@ -288,9 +288,10 @@ ExpSum RSumExp(const T* x, std::size_t n, float m, const InverseTemperature& inv
 }
 
 // Only softmax stores exps, and its d needs no exact d - 1.
-template <class T>
-ExpSum RStoreExp(const T* x, float* e, std::size_t n, float m, const InverseTemperature& inv, const Ahead<T>& ahead) {
-  return WithExp<T>(m, inv, [&](const auto& exp_of) { return RExp<true, false>(exp_of, x, e, n, false, ahead); });
+template <class T, class Side = NoSide>
+ExpSum RStoreExp(const T* x, float* e, std::size_t n, float m, const InverseTemperature& inv, const Ahead<T>& ahead,
+                 const Side& side = {}) {
+  return WithExp<T>(m, inv, [&](const auto& exp_of) { return RExp<true, false>(exp_of, x, e, n, false, ahead, side); });
 }
 
 // y = f(x) over [0, n), x and y of storage types, one vector at a time.
@@ -442,11 +443,7 @@ bool SoftmaxInRegistersT(const T* x, T* y, std::size_t n, const InverseTemperatu
   const VF scale = hn::Set(d, static_cast<float>(1.0 / sum));
   for (std::size_t k = 0; k < kVectors; ++k) {
     if (k < full) {
-      if (stream) {
-        StreamF32(d, hn::Mul(v[k], scale), y + k * N);
-      } else {
-        StoreF32(d, hn::Mul(v[k], scale), y + k * N);
-      }
+      StoreOrStreamF32(d, hn::Mul(v[k], scale), y + k * N, stream);
     } else if (k == full && tail > 0) {
       StoreTailF32(d, hn::Mul(v[k], scale), y + k * N, tail);
     }
@@ -495,7 +492,7 @@ HWY_INLINE ExpSum RStoreSoftmaxExps(const T* x, float* e, std::size_t n, float m
   if (std::is_same_v<T, bfloat16> && FoldsMax(m, inv)) {
     return RExp<true, false>(FoldedMaxExp<T, ExpRange::times_2_64>(DF(), m), x, e, n, false, ahead, side);
   }
-  return WithExp<T>(m, inv, [&](const auto& exp_of) { return RExp<true, false>(exp_of, x, e, n, false, ahead, side); });
+  return RStoreExp(x, e, n, m, inv, ahead, side);
 }
 
 // Longer rows by the fused passes: the max, one pass that stores the exps (to y for

@@ -272,16 +272,6 @@ HWY_INLINE bool Streams(bool stream, const T* dx) {
   return stream && reinterpret_cast<std::uintptr_t>(dx) % sizeof(T) == 0;
 }
 
-// A whole vector of dx at i: streamed (aligned: WalkFloats with aligned_to) or stored.
-template <class T>
-HWY_INLINE void StoreWhole(DF df, VF v, T* dx, bool stream) {
-  if (stream) {
-    cs::StreamF32(df, v, dx);
-  } else {
-    cs::StoreF32(df, v, dx);
-  }
-}
-
 // Walks [0, n) in float vectors, two at a time (prefetching that stretch of the next
 // row), then one, then the tail: step(i, count). With `aligned_to` (an output row of
 // T), the walk first takes the piece before its first address aligned to a vector of
@@ -388,7 +378,7 @@ void SoftmaxBackwardFloatLanes(const T* y, const T* dy, T* dx, std::size_t n, Sp
         v = hn::IfThenElse(exact, v, hn::Load(df, wide));
       }
     }
-    if (count == N) StoreWhole(df, v, dx + i, stream);
+    if (count == N) cs::StoreOrStreamF32(df, v, dx + i, stream);  // aligned: WalkFloats' aligned_to
     else cs::StoreTailF32(df, v, dx + i, count);
   }, stream ? dx : nullptr);
   if (stream) hwy::FlushStream();
@@ -477,7 +467,7 @@ void LogSoftmaxBackwardWrite(const T* log_y, const T* dy, T* dx, std::size_t n, 
       LogSoftmaxBackwardWide(log_y + i, dy + i, wide, count, sum, inv_t);
       out = hn::IfThenElse(exact_enough, out, LoadFloats(df, wide, count, zero));  // exact: wide holds T values
     }
-    if (count == N) StoreWhole(df, out, dx + i, stream);
+    if (count == N) cs::StoreOrStreamF32(df, out, dx + i, stream);
     else cs::StoreTailF32(df, out, dx + i, count);
   }, stream ? dx : nullptr);
   if (stream) hwy::FlushStream();
