@@ -164,16 +164,21 @@ HWY_INLINE void AddWide(DD dd, hn::Vec<DD>& lo, hn::Vec<DD>& hi, VF v) {
 }
 #endif
 
-// The running ExpSum of a pass. Terms come in pairs, added in float (one rounding,
-// at most 2^-24 of the pair) before they widen into double accumulators: half the
-// widening work, and d stays within half a float ulp. With kSplitAtMax, terms at the
-// max (z == 0, exp exactly 1) are counted in integer lanes instead, so that d - 1
-// stays exact for log_softmax and logsumexp (ExpSum).
+// The running ExpSum of a pass. Terms come in fours (or pairs), added in float by a
+// tree of depth two (at most two roundings, within 2^-23 of the four: the terms are
+// never negative) before they widen into double accumulators: a quarter of the
+// widening work, whose conversions and lane moves cost more than the adds, and d
+// stays within one float ulp. With kSplitAtMax, terms at the max (z == 0, exp
+// exactly 1) are counted in integer lanes instead, so that d - 1 stays exact for
+// log_softmax and logsumexp (ExpSum).
 template <bool kSplitAtMax>
 class SumLanes {
  public:
   SumLanes() : a0_(hn::Zero(dd_)), a1_(a0_), count_(hn::Zero(di_)) {}
 
+  HWY_INLINE void Add(VF e0, VF z0, VF e1, VF z1, VF e2, VF z2, VF e3, VF z3) {
+    AddWide(dd_, a0_, a1_, hn::Add(hn::Add(Term(e0, z0), Term(e1, z1)), hn::Add(Term(e2, z2), Term(e3, z3))));
+  }
   HWY_INLINE void Add(VF e0, VF z0, VF e1, VF z1) { AddWide(dd_, a0_, a1_, hn::Add(Term(e0, z0), Term(e1, z1))); }
   HWY_INLINE void Add(VF e, VF z) { AddWide(dd_, a0_, a1_, Term(e, z)); }
 
@@ -236,7 +241,7 @@ HWY_INLINE ExpSum RExp(const Exp& exp_of, const T* x, float* e, std::size_t n, b
   const DF d;
   const std::size_t N = hn::Lanes(d);
   const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
-  SumLanes<kSplitAtMax> s0, s1;  // two independent chains
+  SumLanes<kSplitAtMax> sum;
   auto store = [&](VF v, std::size_t i) {
     if constexpr (kStore) hn::StoreU(v, d, e + i);
   };
@@ -254,26 +259,23 @@ HWY_INLINE ExpSum RExp(const Exp& exp_of, const T* x, float* e, std::size_t n, b
         store(e1, i + N);
         store(e2, i + 2 * N);
         store(e3, i + 3 * N);
-        s0.Add(e0, z0, e1, z1);
-        s1.Add(e2, z2, e3, z3);
+        sum.Add(e0, z0, e1, z1, e2, z2, e3, z3);
       },
       [&](std::size_t i) {
         side(i, N);
         VF z;
         const VF ev = exp_of(d, LoadF32(d, x + i), z);
         store(ev, i);
-        s0.Add(ev, z);
+        sum.Add(ev, z);
       },
       [&](std::size_t i, std::size_t count) {
         side(i, count);
         VF z;
         const VF ev = exp_of(d, LoadTailF32(d, x + i, count, neg_inf), z);  // -inf adds 0
         if constexpr (kStore) StoreTail(d, ev, e + i, count);
-        s1.Add(ev, z);
+        sum.Add(ev, z);
       });
-  const ExpSum r0 = s0.Result();
-  const ExpSum r1 = s1.Result();
-  return ExpSum{r0.at_max + r1.at_max, r0.below_max + r1.below_max};
+  return sum.Result();
 }
 
 template <class T>
@@ -400,7 +402,16 @@ template <std::size_t kVectors, class Exp>
 HWY_INLINE double ExpsInRegisters(const Exp& exp_of, VF (&v)[kVectors]) {
   const DF d;
   SumLanes<false> sum;
-  for (std::size_t k = 0; k < kVectors; k += 2) {
+  std::size_t k = 0;
+  for (; k + 4 <= kVectors; k += 4) {
+    VF z0, z1, z2, z3;
+    v[k] = exp_of(d, v[k], z0);
+    v[k + 1] = exp_of(d, v[k + 1], z1);
+    v[k + 2] = exp_of(d, v[k + 2], z2);
+    v[k + 3] = exp_of(d, v[k + 3], z3);
+    sum.Add(v[k], z0, v[k + 1], z1, v[k + 2], z2, v[k + 3], z3);
+  }
+  for (; k < kVectors; k += 2) {
     VF z0, z1;
     v[k] = exp_of(d, v[k], z0);
     if (k + 1 < kVectors) {
