@@ -3,7 +3,9 @@
 // result stays within 2.5 ulp of exp(x - m) computed in long double for maxima of any
 // size the kernels take it for; exactly 1 at the max; 0 below the normal range (or
 // float's subnormals, for bf16 rows); NaN stays NaN.
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <map>
 #include <string>
@@ -15,6 +17,12 @@
 
 namespace smax::test {
 namespace {
+
+using Form = cpu::simd::ExpMinusMaxForm;
+constexpr Form kForms[] = {Form::flush, Form::gradual, Form::times_2_64};
+
+// The factor by which a form's results exceed exp(x - m).
+float scale_of(Form form) { return form == Form::times_2_64 ? 0x1p64f : 1.0f; }
 
 class SimdExpMinusMax : public SeededTest {
  protected:
@@ -57,20 +65,23 @@ TEST_F(SimdExpMinusMax, Within2Point5UlpOfTheExactDifferenceForMaximaOfAnySize) 
     const std::vector<float> x = row_below(m);
     std::vector<float> y(x.size());
     for (std::int64_t t : simd_targets()) {
-     for (bool gradual : {false, true}) {
-      with_target(t, [&] { cpu::simd::f32_exp_minus_max(x.data(), y.data(), x.size(), m, gradual); });
-      double worst = 0;
-      std::size_t worst_at = 0;
-      for (std::size_t i = 0; i < x.size(); ++i) {
-        const long double r = reference(x[i], m);
-        if (r < std::numeric_limits<float>::min() * 1.01L) continue;  // the flush, checked below
-        const double e = ulp_error(y[i], static_cast<double>(r));
-        if (e > worst) worst = e, worst_at = i;
+      for (Form form : kForms) {
+        bool ran = false;
+        with_target(t, [&] { ran = cpu::simd::f32_exp_minus_max(x.data(), y.data(), x.size(), m, form); });
+        if (!ran) continue;
+        double worst = 0;
+        std::size_t worst_at = 0;
+        for (std::size_t i = 0; i < x.size(); ++i) {
+          const long double r = reference(x[i], m);
+          if (r < std::numeric_limits<float>::min() * 1.01L) continue;  // the flush, checked below
+          const double e = ulp_error(y[i] / scale_of(form), static_cast<double>(r));
+          if (e > worst) worst = e, worst_at = i;
+        }
+        EXPECT_LE(worst, 2.5) << hwy::TargetName(t) << " m=" << m << " x=" << x[worst_at]
+                              << " form=" << static_cast<int>(form);
+        double& w = worst_of_target[hwy::TargetName(t)];
+        w = std::max(w, worst);
       }
-      EXPECT_LE(worst, 2.5) << hwy::TargetName(t) << " m=" << m << " x=" << x[worst_at] << " gradual=" << gradual;
-      double& w = worst_of_target[hwy::TargetName(t)];
-      w = std::max(w, worst);
-     }
     }
   }
   for (const auto& [target, ulps] : worst_of_target) {
@@ -83,9 +94,11 @@ TEST_F(SimdExpMinusMax, TheMaxGivesExactlyOne) {
     const std::vector<float> x(37, m);
     std::vector<float> y(x.size());
     for (std::int64_t t : simd_targets()) {
-      for (bool gradual : {false, true}) {
-        with_target(t, [&] { cpu::simd::f32_exp_minus_max(x.data(), y.data(), x.size(), m, gradual); });
-        for (float v : y) ASSERT_EQ(v, 1.0f) << hwy::TargetName(t) << " m=" << m;
+      for (Form form : kForms) {
+        bool ran = false;
+        with_target(t, [&] { ran = cpu::simd::f32_exp_minus_max(x.data(), y.data(), x.size(), m, form); });
+        if (!ran) continue;
+        for (float v : y) ASSERT_EQ(v, scale_of(form)) << hwy::TargetName(t) << " m=" << m;
       }
     }
   }
@@ -98,11 +111,19 @@ TEST_F(SimdExpMinusMax, FlushesBelowTheNormalRangeAndKeepsNaN) {
     const std::vector<float> x = {m - 87.34f, m - 88.0f, m - 150.0f, -1e30f, -3e38f, -inf, nan, m - 87.3f};
     for (std::int64_t t : simd_targets()) {
       std::vector<float> y(x.size(), -1.0f);
-      with_target(t, [&] { cpu::simd::f32_exp_minus_max(x.data(), y.data(), x.size(), m, false); });
+      with_target(t, [&] { cpu::simd::f32_exp_minus_max(x.data(), y.data(), x.size(), m, Form::flush); });
       SCOPED_TRACE(hwy::TargetName(t));
       for (std::size_t i = 0; i < 6; ++i) EXPECT_EQ(y[i], 0.0f) << "m=" << m << " x=" << x[i];
       EXPECT_TRUE(std::isnan(y[6]));
       EXPECT_GE(y[7], std::numeric_limits<float>::min()) << "m=" << m;
+      // times 2^64: zero below exp(-104) only.
+      std::vector<float> y64(x.size(), -1.0f);
+      bool ran = false;
+      with_target(t, [&] { ran = cpu::simd::f32_exp_minus_max(x.data(), y64.data(), x.size(), m, Form::times_2_64); });
+      if (!ran) continue;
+      EXPECT_GT(y64[1], 0.0f) << "m=" << m;
+      for (std::size_t i = 2; i < 6; ++i) EXPECT_EQ(y64[i], 0.0f) << "m=" << m << " x=" << x[i];
+      EXPECT_TRUE(std::isnan(y64[6]));
     }
   }
 }
@@ -117,7 +138,7 @@ TEST_F(SimdExpMinusMax, GradualKeepsFloatSubnormals) {
     x.push_back(-std::numeric_limits<float>::infinity());
     std::vector<float> y(x.size());
     for (std::int64_t t : simd_targets()) {
-      with_target(t, [&] { cpu::simd::f32_exp_minus_max(x.data(), y.data(), x.size(), m, true); });
+      with_target(t, [&] { cpu::simd::f32_exp_minus_max(x.data(), y.data(), x.size(), m, Form::gradual); });
       SCOPED_TRACE(hwy::TargetName(t));
       const long double step = std::numeric_limits<float>::denorm_min();
       for (std::size_t i = 0; i + 1 < x.size(); ++i) {
@@ -126,6 +147,34 @@ TEST_F(SimdExpMinusMax, GradualKeepsFloatSubnormals) {
             << "m=" << m << " x=" << x[i];
       }
       EXPECT_EQ(y.back(), 0.0f);
+    }
+  }
+}
+
+// On AVX-512 rows whose k lies in ScaledExpPoly's window take the polynomial scaled
+// by 2^-k: it must give the bits of the unscaled one, at the window's edges too.
+TEST_F(SimdExpMinusMax, ScaledPolynomialGivesTheSameBits) {
+  std::vector<float> maxima;
+  for (float m = -120.0f; m <= 120.0f; m += 0.37f) maxima.push_back(m);
+  for (int k : {-100, -101, 100, 101, -36, -37, 164, 165}) {  // the windows' edges, both forms
+    for (float f : {-0.34f, 0.0f, 0.34f}) maxima.push_back((static_cast<float>(k) + f) * 0.6931472f);
+  }
+  for (float m : maxima) {
+    const std::vector<float> x = row_below(m);
+    std::vector<float> scaled(x.size()), plain(x.size());
+    for (std::int64_t t : simd_targets()) {
+      for (Form form : {Form::flush, Form::times_2_64}) {
+        bool ran = false;
+        with_target(t, [&] {
+          ran = cpu::simd::f32_exp_minus_max(x.data(), scaled.data(), x.size(), m, form) &&
+                cpu::simd::f32_exp_minus_max(x.data(), plain.data(), x.size(), m, form, false);
+        });
+        if (!ran) continue;
+        for (std::size_t i = 0; i < x.size(); ++i) {
+          ASSERT_EQ(std::bit_cast<std::uint32_t>(scaled[i]), std::bit_cast<std::uint32_t>(plain[i]))
+              << hwy::TargetName(t) << " m=" << m << " x=" << x[i] << " form=" << static_cast<int>(form);
+        }
+      }
     }
   }
 }

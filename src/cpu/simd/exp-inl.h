@@ -58,14 +58,16 @@ HWY_INLINE void ScaleOf(D d, V zc, V& n, hn::Vec<hn::RebindToUnsigned<D>>& shift
   shifted = hn::BitCast(du, t);
 }
 
-// p(r) with exp(r) = 1 + r + r^2 p(r) for |r| <= 0.35 (the fitted coefficients).
+// The coefficients of p (the fitted ones), the highest degree first.
+inline constexpr float kExpPolyTail[5] = {0x1.6a1a72p-10f, 0x1.123fc6p-7f, 0x1.555916p-5f, 0x1.55548ap-3f,
+                                          0x1.fffffcp-2f};
+
+// p(r) with exp(r) = 1 + r + r^2 p(r) for |r| <= 0.35.
 template <class D, class V = hn::Vec<D>>
 HWY_INLINE V ExpPolyTail(D d, V r) {
-  V p = hn::Set(d, 0x1.6a1a72p-10f);
-  p = hn::MulAdd(p, r, hn::Set(d, 0x1.123fc6p-7f));
-  p = hn::MulAdd(p, r, hn::Set(d, 0x1.555916p-5f));
-  p = hn::MulAdd(p, r, hn::Set(d, 0x1.55548ap-3f));
-  return hn::MulAdd(p, r, hn::Set(d, 0x1.fffffcp-2f));
+  V p = hn::Set(d, kExpPolyTail[0]);
+  for (int i = 1; i < 5; ++i) p = hn::MulAdd(p, r, hn::Set(d, kExpPolyTail[i]));
+  return p;
 }
 
 // exp(r) - 1 for |r| <= 0.35.

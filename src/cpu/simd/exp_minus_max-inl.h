@@ -31,6 +31,7 @@
 #ifndef SMAX_CPU_SIMD_EXP_MINUS_MAX_ONCE
 #define SMAX_CPU_SIMD_EXP_MINUS_MAX_ONCE
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 
@@ -123,17 +124,24 @@ enum class ExpRange {
               // subnormal outputs without the gradual steps
 };
 
+// The reduction: s = x - m (rounded: 0 exactly at the max), t = n + kRoundingShift,
+// n + k, and returns r.
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE V ReducedMinusMax(D d, const MaxSplitLanes<D>& c, V x, V& s, V& t, V& n_plus_k) {
+  s = hn::Sub(x, c.m);
+  t = hn::MulAdd(s, hn::Set(d, 1.44269502162933349609375f), hn::Set(d, kRoundingShift));  // log2(e)
+  n_plus_k = hn::Sub(t, c.shift_minus_k);
+  const V r = hn::NegMulAdd(n_plus_k, hn::Set(d, kRowLn2Hi), x);
+  return hn::Sub(hn::NegMulAdd(n_plus_k, hn::Set(d, kRowLn2Lo), r), c.delta);
+}
+
 // s = x - m (rounded: 0 exactly at the max) and exp(x - m), below the normal range as
 // kRange says.
 template <ExpRange kRange = ExpRange::flush, class D, class V = hn::Vec<D>>
 HWY_INLINE V ExpMinusMax(D d, const MaxSplitLanes<D>& c, V x, V& s) {
   const hn::RebindToUnsigned<D> du;
-  s = hn::Sub(x, c.m);
-  const V t = hn::MulAdd(s, hn::Set(d, 1.44269502162933349609375f), hn::Set(d, kRoundingShift));  // log2(e)
-  const V n_plus_k = hn::Sub(t, c.shift_minus_k);
-  V r = hn::NegMulAdd(n_plus_k, hn::Set(d, kRowLn2Hi), x);
-  r = hn::NegMulAdd(n_plus_k, hn::Set(d, kRowLn2Lo), r);
-  r = hn::Sub(r, c.delta);
+  V t, n_plus_k;
+  const V r = ReducedMinusMax(d, c, x, s, t, n_plus_k);
   if constexpr (kRange != ExpRange::gradual && kHasScalef<V>) {
     constexpr bool kFlush = kRange == ExpRange::flush;
     const V power = hn::Sub(t, hn::Set(d, kFlush ? kRoundingShift : kRoundingShift - 64.0f));  // n (+ 64)
@@ -152,6 +160,51 @@ HWY_INLINE V ExpMinusMax(D d, const MaxSplitLanes<D>& c, V x, V& s) {
     const auto below_normal = hn::Lt(t, hn::Set(d, kRoundingShift - 125.0f));  // n < -125
     return ScaleGradual(d, q, hn::BitCast(du, t), below_normal, hn::Lt(s, hn::Set(d, -104.0f)));
   }
+}
+
+// The power of two by which kRange's results are scaled (times_2_64's 2^64).
+template <ExpRange kRange>
+inline constexpr int kRangeScaleLog2 = kRange == ExpRange::times_2_64 ? 64 : 0;
+
+// ExpPoly's polynomial with every coefficient times 2^e. Its value is exactly
+// ExpPoly(r) * 2^e: a power of two scales each Horner step's exact result and its
+// rounding alike, as long as every step stays in float's normal range, which |e| <=
+// kMaxLog2 keeps (each step is a fused multiply-add whose result lies near a
+// coefficient times 2^e, at least 2^-10 * 2^e). A row takes e = kRangeScaleLog2 - k:
+// vscalefps by n + k, which the reduction forms anyway, then scales to exp(r) 2^(n +
+// kRangeScaleLog2), the same bits as ExpPoly and vscalefps by n + kRangeScaleLog2,
+// with one operation a vector fewer (ExpMinusMaxScaled).
+template <class D>
+struct ScaledExpPoly {
+  using V = hn::Vec<D>;
+  static constexpr int kMaxLog2 = 100;
+  static bool fits(int e) { return e >= -kMaxLog2 && e <= kMaxLog2; }
+
+  V tail[5];
+  V scale;  // 2^e, the two leading coefficients (both 1)
+
+  ScaledExpPoly(D d, int e) {
+    const float power = std::bit_cast<float>(static_cast<std::uint32_t>(127 + e) << 23);  // 2^e, e >= -126
+    for (int i = 0; i < 5; ++i) tail[i] = hn::Set(d, kExpPolyTail[i] * power);
+    scale = hn::Set(d, power);
+  }
+
+  HWY_INLINE V operator()(V r) const {
+    V p = tail[0];
+    for (int i = 1; i < 5; ++i) p = hn::MulAdd(p, r, tail[i]);
+    return hn::MulAdd(hn::MulAdd(p, r, scale), r, scale);
+  }
+};
+
+// ExpMinusMax<kRange> on AVX-512 (kHasScalef) with `poly` scaled by 2^(kRangeScaleLog2
+// - k): the same results.
+template <ExpRange kRange, class D, class V = hn::Vec<D>>
+HWY_INLINE V ExpMinusMaxScaled(D d, const MaxSplitLanes<D>& c, const ScaledExpPoly<D>& poly, V x, V& s) {
+  static_assert(kRange != ExpRange::gradual && kHasScalef<V>);
+  V t, n_plus_k;
+  const V r = ReducedMinusMax(d, c, x, s, t, n_plus_k);
+  const float cutoff = kRange == ExpRange::flush ? kExpCutoff : -104.0f;
+  return ScalefWhereNotBelow(poly(r), n_plus_k, s, hn::Set(d, cutoff));
 }
 
 }  // namespace smax::cpu::simd::HWY_NAMESPACE

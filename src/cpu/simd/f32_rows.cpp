@@ -73,27 +73,59 @@ struct ExactArgumentExp {
 // FoldedMaxExp: x - m folded into the exp's range reduction (exp_minus_max-inl.h),
 // 6 operations a vector fewer. T == 1, MaxSplit::fits(m), and targets with FMA: the
 // reduction's (n + k) * ln2_lo must not round, and n + k can be large (FoldsMax).
-// kRange: bf16 keeps float's subnormals (see ExpFor).
-template <class T, ExpRange kRange = std::is_same_v<T, bfloat16> ? ExpRange::gradual : ExpRange::flush>
+// kRange: bf16 keeps float's subnormals (see ExpFor). kScaledPoly: the polynomial
+// scaled for the row's k (ExpMinusMaxScaled; AVX-512 only, through WithFoldedExp).
+template <class T, ExpRange kRange = std::is_same_v<T, bfloat16> ? ExpRange::gradual : ExpRange::flush,
+          bool kScaledPoly = false>
 struct FoldedMaxExp {
+  struct NoPoly {
+    NoPoly(DF, int) {}
+  };
   MaxSplitLanes<DF> c;
+  std::conditional_t<kScaledPoly, ScaledExpPoly<DF>, NoPoly> poly;
   // Multiplies a sum of the terms below the max (MaxSplit): the log ops' d - 1 and
   // cross-entropy's gradient p - a cancel, so a bias common to the row must not stay.
   double below_max_correction;
-  FoldedMaxExp(DF d, float m) : FoldedMaxExp(d, MaxSplit::of(m)) {}
-  FoldedMaxExp(DF d, const MaxSplit& split) : c(d, split), below_max_correction(split.below_max_correction) {}
-  HWY_INLINE VF operator()(DF d, VF x, VF& z) const { return ExpMinusMax<kRange>(d, c, x, z); }
+  FoldedMaxExp(DF d, const MaxSplit& split)
+      : c(d, split),
+        poly(d, kRangeScaleLog2<kRange> - static_cast<int>(split.k)),
+        below_max_correction(split.below_max_correction) {}
+  HWY_INLINE VF operator()(DF d, VF x, VF& z) const {
+    if constexpr (kScaledPoly) {
+      return ExpMinusMaxScaled<kRange>(d, c, poly, x, z);
+    } else {
+      return ExpMinusMax<kRange>(d, c, x, z);
+    }
+  }
 };
 
 HWY_INLINE bool FoldsMax(float m, const InverseTemperature& inv) {
   return HWY_NATIVE_FMA && inv.unit && MaxSplit::fits(m);
 }
 
-// Calls f with the exp functor for a row with finite max m.
+// Calls f with FoldedMaxExp<T, kRange> for a row with max m (FoldsMax), the scaled
+// polynomial's form where the target and the row's k allow it.
+template <class T, ExpRange kRange, class F>
+HWY_INLINE auto WithFoldedExp(float m, F&& f) {
+  const DF d;
+  const MaxSplit split = MaxSplit::of(m);
+  if constexpr (kRange != ExpRange::gradual && kHasScalef<VF>) {
+    if (ScaledExpPoly<DF>::fits(kRangeScaleLog2<kRange> - static_cast<int>(split.k))) {
+      return f(FoldedMaxExp<T, kRange, true>(d, split));
+    }
+  }
+  return f(FoldedMaxExp<T, kRange>(d, split));
+}
+
+// Calls f with the exp functor for a row with finite max m. f takes it by value: a
+// reference could alias the outputs as far as the compiler knows, and every step of a
+// pass would load the functor's lanes again (the scaling pass ran 17% slower so).
 template <class T, class F>
 HWY_INLINE auto WithExp(float m, const InverseTemperature& inv, F&& f) {
   const DF d;
-  if (FoldsMax(m, inv)) return f(FoldedMaxExp<T>(d, m));
+  if (FoldsMax(m, inv)) {
+    return WithFoldedExp<T, std::is_same_v<T, bfloat16> ? ExpRange::gradual : ExpRange::flush>(m, f);
+  }
   if (inv.unit) return f(ExactArgumentExp<T, true>(d, m, inv));
   return f(ExactArgumentExp<T, false>(d, m, inv));
 }
@@ -281,7 +313,7 @@ HWY_INLINE ExpSum RExp(const Exp& exp_of, const T* x, float* e, std::size_t n, b
 template <class T>
 ExpSum RSumExp(const T* x, std::size_t n, float m, const InverseTemperature& inv, bool count_at_max, bool backward,
                const Ahead<T>& ahead) {
-  return WithExp<T>(m, inv, [&](const auto& exp_of) {
+  return WithExp<T>(m, inv, [&](const auto exp_of) {
     ExpSum sum = count_at_max ? RExp<false, true>(exp_of, x, nullptr, n, backward, ahead)
                               : RExp<false, false>(exp_of, x, nullptr, n, backward, ahead);
     if (count_at_max) sum.below_max *= exp_of.below_max_correction;  // softmax scales its exps with it as they are
@@ -293,7 +325,7 @@ ExpSum RSumExp(const T* x, std::size_t n, float m, const InverseTemperature& inv
 template <class T, class Side = NoSide>
 ExpSum RStoreExp(const T* x, float* e, std::size_t n, float m, const InverseTemperature& inv, const Ahead<T>& ahead,
                  const Side& side = {}) {
-  return WithExp<T>(m, inv, [&](const auto& exp_of) { return RExp<true, false>(exp_of, x, e, n, false, ahead, side); });
+  return WithExp<T>(m, inv, [&](const auto exp_of) { return RExp<true, false>(exp_of, x, e, n, false, ahead, side); });
 }
 
 // y = f(x) over [0, n), x and y of storage types, one vector at a time.
@@ -362,7 +394,7 @@ void SoftmaxNormalize(const T* x, T* y, std::size_t n, float m, const InverseTem
                       bool backward, const Ahead<T>& ahead, Stores stores) {
   const DF d;
   const VF vscale = hn::Set(d, scale);
-  WithExp<T>(m, inv, [&](const auto& exp_of) {
+  WithExp<T>(m, inv, [&](const auto exp_of) {
     const auto f = [&](VF v) {
       VF z;
       return hn::Mul(exp_of(d, v, z), vscale);
@@ -450,7 +482,7 @@ bool SoftmaxInRegistersT(const T* x, T* y, std::size_t n, const InverseTemperatu
   const float m = hn::GetLane(hn::MaxOfLanes(d, vmax));
   if (!hn::AllFalse(d, nan) || !std::isfinite(m)) return false;
 
-  const double sum = WithExp<T>(m, inv, [&](const auto& exp_of) { return ExpsInRegisters<kVectors>(exp_of, v); });
+  const double sum = WithExp<T>(m, inv, [&](const auto exp_of) { return ExpsInRegisters<kVectors>(exp_of, v); });
   const VF scale = hn::Set(d, static_cast<float>(1.0 / sum));
   for (std::size_t k = 0; k < kVectors; ++k) {
     if (k < full) {
@@ -501,7 +533,8 @@ template <class T, class Side = NoSide>
 HWY_INLINE ExpSum RStoreSoftmaxExps(const T* x, float* e, std::size_t n, float m, const InverseTemperature& inv,
                                     const Ahead<T>& ahead, const Side& side = {}) {
   if (std::is_same_v<T, bfloat16> && FoldsMax(m, inv)) {
-    return RExp<true, false>(FoldedMaxExp<T, ExpRange::times_2_64>(DF(), m), x, e, n, false, ahead, side);
+    return WithFoldedExp<T, ExpRange::times_2_64>(
+        m, [&](const auto exp_of) { return RExp<true, false>(exp_of, x, e, n, false, ahead, side); });
   }
   return RStoreExp(x, e, n, m, inv, ahead, side);
 }
@@ -617,20 +650,35 @@ void ExpArray(const float* z, const float* z_lo, float* y, std::size_t n) {
       });
 }
 
-void ExpMinusMaxArray(const float* x, float* y, std::size_t n, float m, bool gradual) {
+bool ExpMinusMaxArray(const float* x, float* y, std::size_t n, float m, ExpMinusMaxForm form,
+                      bool scaled_polynomial) {
   const DF d;
-  auto run = [&](const auto& exp_of) {
+  auto run = [&](const auto exp_of) {
     Map(d, x, y, n, false, [&](VF v) {
       VF z;
       return exp_of(d, v, z);
     });
+    return true;
   };
   const InverseTemperature unit = InverseTemperature::of(1.0);
-  if (gradual) {
-    WithExp<bfloat16>(m, unit, run);
-  } else {
-    WithExp<float>(m, unit, run);
+  if (!FoldsMax(m, unit)) {
+    if (form == ExpMinusMaxForm::times_2_64) return false;
+    return form == ExpMinusMaxForm::gradual ? WithExp<bfloat16>(m, unit, run) : WithExp<float>(m, unit, run);
   }
+  const auto folded = [&](auto range) {
+    constexpr ExpRange kRange = decltype(range)::value;
+    if (scaled_polynomial) return WithFoldedExp<float, kRange>(m, run);
+    return run(FoldedMaxExp<float, kRange>(d, MaxSplit::of(m)));
+  };
+  switch (form) {
+    case ExpMinusMaxForm::flush:
+      return folded(std::integral_constant<ExpRange, ExpRange::flush>());
+    case ExpMinusMaxForm::gradual:
+      return folded(std::integral_constant<ExpRange, ExpRange::gradual>());
+    case ExpMinusMaxForm::times_2_64:
+      return folded(std::integral_constant<ExpRange, ExpRange::times_2_64>());
+  }
+  return false;
 }
 
 template <class T>
@@ -730,8 +778,9 @@ void f32_exp_flush(const float* z, const float* z_lo, float* y, std::size_t n) {
   HWY_DYNAMIC_DISPATCH(ExpArray)(z, z_lo, y, n);
 }
 
-void f32_exp_minus_max(const float* x, float* y, std::size_t n, float m, bool gradual) {
-  HWY_DYNAMIC_DISPATCH(ExpMinusMaxArray)(x, y, n, m, gradual);
+bool f32_exp_minus_max(const float* x, float* y, std::size_t n, float m, ExpMinusMaxForm form,
+                       bool scaled_polynomial) {
+  return HWY_DYNAMIC_DISPATCH(ExpMinusMaxArray)(x, y, n, m, form, scaled_polynomial);
 }
 
 void f32_convert(const half* x, float* wide, half* y, std::size_t n) {

@@ -111,10 +111,17 @@ void f32_log_softmax_normalize(const bfloat16* x, bfloat16* y, std::size_t n, fl
 // y[i] = exp(z[i] + z_lo[i]) with the kernels' exp (0 below the normal range); for tests.
 void f32_exp_flush(const float* z, const float* z_lo, float* y, std::size_t n);
 
+// The row kernels' forms of exp(x - m) below float's normal range
+// (exp_minus_max-inl.h's ExpRange): flushed to 0, float's subnormals kept (bf16 rows),
+// or all of them times 2^64 (bf16 softmax's stored exps).
+enum class ExpMinusMaxForm { flush, gradual, times_2_64 };
+
 // y[i] = exp(x[i] - m) (x[i] <= m, m finite) by the row kernels' exp for unit
-// temperature, flushed to 0 below the normal range, or keeping float's subnormals with
-// `gradual` (bf16 rows); for tests.
-void f32_exp_minus_max(const float* x, float* y, std::size_t n, float m, bool gradual);
+// temperature, in `form`; with scaled_polynomial false, never by the scaled
+// polynomial (ExpMinusMaxScaled). Returns false, writing nothing, for times_2_64 where
+// the target or m leave the rows without it (FoldsMax). For tests.
+bool f32_exp_minus_max(const float* x, float* y, std::size_t n, float m, ExpMinusMaxForm form,
+                       bool scaled_polynomial = true);
 
 // x converted to float and back, through the kernels' loads and stores; for tests.
 void f32_convert(const half* x, float* wide, half* y, std::size_t n);
