@@ -158,6 +158,25 @@ HWY_INLINE hn::Vec<DF> LoadF32(DF df, const T* p) {
   return ToF32(df, hn::LoadU(D16<DF>(), Bits(p)), p);
 }
 
+// The 4 * Lanes(df) elements at p as float in four vectors, in an order of their own:
+// for the passes whose result does not depend on it (a max, a sum). bf16 loads pairs
+// of elements as 32-bit lanes and takes the even ones by a shift and the odd ones by
+// a mask, one operation a vector where LoadF32 widens and shifts, two.
+template <class DF, class T>
+HWY_INLINE void LoadF32x4AnyOrder(DF df, const T* p, hn::Vec<DF> (&v)[4]) {
+  if constexpr (std::is_same_v<T, bfloat16> && hn::MaxLanes(DF()) > 1) {
+    const hn::RebindToUnsigned<DF> du;
+    const std::size_t N = hn::Lanes(df);
+    for (std::size_t k = 0; k < 2; ++k) {
+      const auto pairs = hn::LoadU(du, reinterpret_cast<const std::uint32_t*>(Bits(p + 2 * k * N)));
+      v[2 * k] = hn::BitCast(df, hn::ShiftLeft<16>(pairs));
+      v[2 * k + 1] = hn::BitCast(df, hn::And(pairs, hn::Set(du, 0xFFFF0000u)));
+    }
+  } else {
+    for (std::size_t k = 0; k < 4; ++k) v[k] = LoadF32(df, p + k * hn::Lanes(df));
+  }
+}
+
 // The `count` (< Lanes) elements at p as float, the other lanes `fill`.
 template <class DF>
 HWY_INLINE hn::Vec<DF> LoadTailF32(DF df, const float* p, std::size_t count, hn::Vec<DF> fill) {
@@ -212,6 +231,27 @@ HWY_INLINE void StreamF32(DF df, hn::Vec<DF> v, T* p) {
   } else {
     hn::Stream(FromF32(df, v, p), D16<DF>(), Bits(p));
   }
+}
+
+// StreamF32<true> of v0 and then v1 at p. For bf16 512-bit vectors at an address
+// aligned to 64 bytes, one permute (vpermt2w) picks both vectors' upper halves for
+// one streaming store of a whole cache line, where two take a permute each.
+template <class DF, class T>
+HWY_INLINE void StreamF32x2NotNaN(DF df, hn::Vec<DF> v0, hn::Vec<DF> v1, T* p) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  if constexpr (std::is_same_v<T, bfloat16> && std::is_same_v<hn::Vec<DF>, hn::Vec512<float>>) {
+    if (reinterpret_cast<std::uintptr_t>(p) % 64 == 0) {
+      const hn::RebindToUnsigned<DF> du;
+      const hn::Repartition<std::uint16_t, DF> d16x2;
+      const auto bits0 = hn::BitCast(d16x2, RoundedBF16Bits(du, hn::BitCast(du, v0)));
+      const auto bits1 = hn::BitCast(d16x2, RoundedBF16Bits(du, hn::BitCast(du, v1)));
+      hn::Stream(hn::ConcatOdd(d16x2, bits1, bits0), d16x2, Bits(p));
+      return;
+    }
+  }
+#endif
+  StreamF32</*kNotNaN=*/true>(df, v0, p);
+  StreamF32</*kNotNaN=*/true>(df, v1, p + hn::Lanes(df));
 }
 
 // StreamF32 where `stream` (p aligned as it needs), StoreF32 otherwise.

@@ -150,21 +150,20 @@ bool AnyNaN(const T* x, std::size_t n) {
 template <class T>
 float RMax(const T* x, std::size_t n) {
   const DF d;
-  const std::size_t N = hn::Lanes(d);
   const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
   VF m0 = neg_inf, m1 = neg_inf, m2 = neg_inf, m3 = neg_inf;
   VF s0 = hn::Zero(d), s1 = s0;
   Walk<4>(
       d, n, false,
       [&](std::size_t i) {
-        const VF v0 = LoadF32(d, x + i), v1 = LoadF32(d, x + i + N);
-        const VF v2 = LoadF32(d, x + i + 2 * N), v3 = LoadF32(d, x + i + 3 * N);
-        m0 = hn::Max(m0, v0);
-        m1 = hn::Max(m1, v1);
-        m2 = hn::Max(m2, v2);
-        m3 = hn::Max(m3, v3);
-        s0 = hn::Add(s0, hn::Add(v0, v1));
-        s1 = hn::Add(s1, hn::Add(v2, v3));
+        VF v[4];
+        LoadF32x4AnyOrder(d, x + i, v);
+        m0 = hn::Max(m0, v[0]);
+        m1 = hn::Max(m1, v[1]);
+        m2 = hn::Max(m2, v[2]);
+        m3 = hn::Max(m3, v[3]);
+        s0 = hn::Add(s0, hn::Add(v[0], v[1]));
+        s1 = hn::Add(s1, hn::Add(v[2], v[3]));
       },
       [&](std::size_t i) {
         const VF v = LoadF32(d, x + i);
@@ -282,11 +281,17 @@ HWY_INLINE ExpSum RExp(const Exp& exp_of, const T* x, float* e, std::size_t n, b
       [&](std::size_t i) {
         FetchAhead(ahead, i, 4 * N);
         side(i, 4 * N);
+        VF v[4];
+        if constexpr (kStore) {
+          for (std::size_t k = 0; k < 4; ++k) v[k] = LoadF32(d, x + i + k * N);
+        } else {
+          LoadF32x4AnyOrder(d, x + i, v);  // only the sum comes out
+        }
         VF z0, z1, z2, z3;
-        const VF e0 = exp_of(d, LoadF32(d, x + i), z0);
-        const VF e1 = exp_of(d, LoadF32(d, x + i + N), z1);
-        const VF e2 = exp_of(d, LoadF32(d, x + i + 2 * N), z2);
-        const VF e3 = exp_of(d, LoadF32(d, x + i + 3 * N), z3);
+        const VF e0 = exp_of(d, v[0], z0);
+        const VF e1 = exp_of(d, v[1], z1);
+        const VF e2 = exp_of(d, v[2], z2);
+        const VF e3 = exp_of(d, v[3], z3);
         store(e0, i);
         store(e1, i + N);
         store(e2, i + 2 * N);
@@ -592,9 +597,12 @@ std::size_t RowsFusedPipelined(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff
       StoreTailF32(d, hn::Mul(LoadTail(d, pending.e + i, count, hn::Zero(d)), scale), pending.y + i, count);
       return;
     }
-    for (std::size_t k = 0; k < count; k += N) {
-      StreamF32</*kNotNaN=*/true>(d, hn::Mul(hn::LoadU(d, pending.e + i + k), scale), pending.y + i + k);
+    std::size_t k = 0;
+    for (; k + 2 * N <= count; k += 2 * N) {
+      StreamF32x2NotNaN(d, hn::Mul(hn::LoadU(d, pending.e + i + k), scale),
+                        hn::Mul(hn::LoadU(d, pending.e + i + k + N), scale), pending.y + i + k);
     }
+    if (k < count) StreamF32</*kNotNaN=*/true>(d, hn::Mul(hn::LoadU(d, pending.e + i + k), scale), pending.y + i + k);
   };
   auto finish = [&]() {
     if (pending.e != nullptr) {
