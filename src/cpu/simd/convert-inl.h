@@ -233,25 +233,36 @@ HWY_INLINE void StreamF32(DF df, hn::Vec<DF> v, T* p) {
   }
 }
 
-// StreamF32<true> of v0 and then v1 at p. For bf16 512-bit vectors at an address
-// aligned to 64 bytes, one permute (vpermt2w) picks both vectors' upper halves for
-// one streaming store of a whole cache line, where two take a permute each.
-template <class DF, class T>
-HWY_INLINE void StreamF32x2NotNaN(DF df, hn::Vec<DF> v0, hn::Vec<DF> v1, T* p) {
+// StoreF32NotNaN (StreamF32<true> with kStream) of v0 and then v1 at p. For bf16
+// 512-bit vectors one permute (vpermt2w) picks both vectors' upper halves for one
+// store of 64 bytes, where two stores take a permute each; a streaming one needs p
+// aligned to 64 bytes (else the two vectors stream apart).
+template <bool kStream, class DF, class T>
+HWY_INLINE void StoreF32x2NotNaN(DF df, hn::Vec<DF> v0, hn::Vec<DF> v1, T* p) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
   if constexpr (std::is_same_v<T, bfloat16> && std::is_same_v<hn::Vec<DF>, hn::Vec512<float>>) {
-    if (reinterpret_cast<std::uintptr_t>(p) % 64 == 0) {
+    if (!kStream || reinterpret_cast<std::uintptr_t>(p) % 64 == 0) {
       const hn::RebindToUnsigned<DF> du;
       const hn::Repartition<std::uint16_t, DF> d16x2;
       const auto bits0 = hn::BitCast(d16x2, RoundedBF16Bits(du, hn::BitCast(du, v0)));
       const auto bits1 = hn::BitCast(d16x2, RoundedBF16Bits(du, hn::BitCast(du, v1)));
-      hn::Stream(hn::ConcatOdd(d16x2, bits1, bits0), d16x2, Bits(p));
+      const auto both = hn::ConcatOdd(d16x2, bits1, bits0);
+      if constexpr (kStream) {
+        hn::Stream(both, d16x2, Bits(p));
+      } else {
+        hn::StoreU(both, d16x2, Bits(p));
+      }
       return;
     }
   }
 #endif
-  StreamF32</*kNotNaN=*/true>(df, v0, p);
-  StreamF32</*kNotNaN=*/true>(df, v1, p + hn::Lanes(df));
+  if constexpr (kStream) {
+    StreamF32</*kNotNaN=*/true>(df, v0, p);
+    StreamF32</*kNotNaN=*/true>(df, v1, p + hn::Lanes(df));
+  } else {
+    StoreF32NotNaN(df, v0, p);
+    StoreF32NotNaN(df, v1, p + hn::Lanes(df));
+  }
 }
 
 // StreamF32 where `stream` (p aligned as it needs), StoreF32 otherwise.

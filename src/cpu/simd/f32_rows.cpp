@@ -379,8 +379,13 @@ void VScaleExps(const float* e, T* y, std::size_t n, float scale, bool stream) {
   const DF d;
   const VF vscale = hn::Set(d, scale);
   if (stream) return MapStreaming</*kNotNaN=*/true>(d, e, y, n, false, [&](VF v) { return hn::Mul(v, vscale); });
-  Walk<1>(
-      d, n, false, [&](std::size_t i) { StoreF32NotNaN(d, hn::Mul(hn::LoadU(d, e + i), vscale), y + i); },
+  const std::size_t N = hn::Lanes(d);
+  Walk<2>(
+      d, n, false,
+      [&](std::size_t i) {
+        StoreF32x2NotNaN</*kStream=*/false>(d, hn::Mul(hn::LoadU(d, e + i), vscale),
+                                            hn::Mul(hn::LoadU(d, e + i + N), vscale), y + i);
+      },
       [&](std::size_t i) { StoreF32NotNaN(d, hn::Mul(hn::LoadU(d, e + i), vscale), y + i); },
       [&](std::size_t i, std::size_t count) {
         StoreTailF32(d, hn::Mul(LoadTail(d, e + i, count, hn::Zero(d)), vscale), y + i, count);
@@ -599,8 +604,8 @@ std::size_t RowsFusedPipelined(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff
     }
     std::size_t k = 0;
     for (; k + 2 * N <= count; k += 2 * N) {
-      StreamF32x2NotNaN(d, hn::Mul(hn::LoadU(d, pending.e + i + k), scale),
-                        hn::Mul(hn::LoadU(d, pending.e + i + k + N), scale), pending.y + i + k);
+      StoreF32x2NotNaN</*kStream=*/true>(d, hn::Mul(hn::LoadU(d, pending.e + i + k), scale),
+                                         hn::Mul(hn::LoadU(d, pending.e + i + k + N), scale), pending.y + i + k);
     }
     if (k < count) StreamF32</*kNotNaN=*/true>(d, hn::Mul(hn::LoadU(d, pending.e + i + k), scale), pending.y + i + k);
   };
