@@ -292,6 +292,41 @@ TEST(BackwardLog, InputsThatAreNotLogProbabilitiesFollowTheFormula) {
   }
 }
 
+// dy - s (or dy - p S) beyond float's range while dx, after the division by T = 4,
+// fits: the float lanes must hand such elements to the double ones, in vectors
+// whose other elements stay in float lanes.
+TEST_P(Backward, DifferencesThatOverflowFloatBeforeTheTemperature) {
+  const bool log = GetParam();
+  const std::int64_t n = 40;
+  for (std::int64_t target : simd_targets()) {
+    SCOPED_TRACE(hwy::TargetName(target));
+    with_target(target, [&] {
+      for (DType dtype : {DType::f32, DType::bf16}) {
+        // y: 1/2 at elements 0 and 1, 0 elsewhere; dy: 3e38, -3e38, small values. s
+        // (softmax: sum of y dy) is 0; S (log: sum of dy) is about -3e38 + small.
+        std::vector<long double> y(static_cast<std::size_t>(n), log ? -kInf : 0.0L), dy(y.size());
+        y[0] = y[1] = log ? std::log(0.5L) : 0.5L;
+        for (std::size_t i = 0; i < dy.size(); ++i) dy[i] = 0.125L * static_cast<long double>(i % 7);
+        dy[0] = 3e38L;
+        dy[1] = -3e38L;
+        if (log) dy[2] = -3e38L;  // S near -3e38: dx[0] = 3e38 + 1.5e38 before the division
+        if (!log) y[0] = 1.0L;    // s = 3e38: dx[1] = 0.5 (-6e38) before the division
+        if (!log) y[1] = 0.5L;
+        TestTensor ty = make_tensor(dtype, {1, n}, y);
+        TestTensor tdy = make_tensor(dtype, {1, n}, dy);
+        TestTensor dx(dtype, {1, n});
+        BackwardOptions o;
+        o.temperature = 4;
+        backward(log, ty.view(), tdy.view(), dx.mutable_view(), o);
+        const Reference ref = backward_reference(log, ty, tdy, 1, 4);
+        EXPECT_TRUE(meets_training_bar(std::string(to_string(dtype)), dx, ref.values, ref.cancelled,
+                                       compute_eps(dtype)));
+        EXPECT_TRUE(std::isfinite(dx.at(log ? 0 : 1)));
+      }
+    });
+  }
+}
+
 TEST_P(Backward, ResultsDoNotDependOnTheThreadCount) {
   const bool log = GetParam();
   const std::vector<std::int64_t> shape = {64, 1000};

@@ -265,11 +265,14 @@ HWY_INLINE void StoreF32x2NotNaN(DF df, hn::Vec<DF> v0, hn::Vec<DF> v1, T* p) {
   }
 }
 
-// StreamF32 where `stream` (p aligned as it needs), StoreF32 otherwise.
-template <class DF, class T>
+// StreamF32<kNotNaN> where `stream` (p aligned as it needs), else StoreF32 (or
+// StoreF32NotNaN with kNotNaN).
+template <bool kNotNaN = false, class DF, class T>
 HWY_INLINE void StoreOrStreamF32(DF df, hn::Vec<DF> v, T* p, bool stream) {
   if (stream) {
-    StreamF32(df, v, p);
+    StreamF32<kNotNaN>(df, v, p);
+  } else if constexpr (kNotNaN) {
+    StoreF32NotNaN(df, v, p);
   } else {
     StoreF32(df, v, p);
   }

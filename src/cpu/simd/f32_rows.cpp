@@ -496,7 +496,7 @@ bool SoftmaxInRegistersT(const T* x, T* y, std::size_t n, const InverseTemperatu
   const VF scale = hn::Set(d, static_cast<float>(1.0 / sum));
   for (std::size_t k = 0; k < kVectors; ++k) {
     if (k < full) {
-      StoreOrStreamF32(d, hn::Mul(v[k], scale), y + k * N, stream);
+      StoreOrStreamF32</*kNotNaN=*/true>(d, hn::Mul(v[k], scale), y + k * N, stream);
     } else if (k == full && tail > 0) {
       StoreTailF32(d, hn::Mul(v[k], scale), y + k * N, tail);
     }

@@ -345,12 +345,14 @@ HWY_INLINE bool SplitIntoFloats(SplitSum s, FloatTriple& out) {
 
 // In float lanes: dx = y * (((dy - hi) - mid) - lo) * (1/T), five float roundings
 // (with 1/T's own) of at most 2^-24 each, within f32's 1e-6 (16-bit outputs: far
-// within their unit in the last place). For f32 an element is redone in double where
-// its float result overflowed (dx itself may still fit, after the product by 1/T),
-// and, when 1/T > 1, where the product y * (dy - s) fell below float's normal range
-// (1/T would enlarge its absolute rounding beyond a subnormal step); y = 0 gives an
-// exact 0 either way. Only those elements: each element's bits then do not depend on
-// where the vectors fall (dx's alignment decides that when dx streams).
+// within their unit in the last place). For f32 and bf16 an element is redone in
+// double where its float result overflowed (dx itself may still fit, after the
+// product by 1/T), and, when 1/T > 1, where the product y * (dy - s) fell below
+// float's normal range (1/T would enlarge its absolute rounding beyond a subnormal
+// step); y = 0 gives an exact 0 either way. Only those elements: each element's bits then do not depend on
+// where the vectors fall (dx's alignment decides that when dx streams). s is finite
+// here, so no y or dy was NaN or infinite (any would have made it NaN or infinite):
+// dx has no NaN, and 16-bit stores round without their NaN case.
 template <class T, bool kScaled, bool kTinyProductsMatter>
 void SoftmaxBackwardFloatLanes(const T* y, const T* dy, T* dx, std::size_t n, SplitSum s, const FloatTriple& parts,
                                float inv_t_f, double inv_t, const NextRow& next, bool stream) {
@@ -367,18 +369,18 @@ void SoftmaxBackwardFloatLanes(const T* y, const T* dy, T* dx, std::size_t n, Sp
     const VF vdy = LoadFloats(df, dy + i, count, zero);
     const VF product = hn::Mul(vy, hn::Sub(hn::Sub(hn::Sub(vdy, hi), mid), lo));
     VF v = kScaled ? hn::Mul(product, scale) : product;
-    if constexpr (std::is_same_v<T, float>) {
+    if constexpr (!std::is_same_v<T, half>) {  // f16's products stay far below float's overflow
       auto exact = hn::IsFinite(v);
       if constexpr (kTinyProductsMatter) {
         exact = hn::And(exact, hn::Or(hn::Ge(hn::Abs(product), smallest_normal), hn::Eq(vy, zero)));
       }
       if (HWY_UNLIKELY(!hn::AllTrue(df, exact))) {
-        HWY_ALIGN float wide[cs::kMaxVectorBytes / sizeof(float)] = {};
+        HWY_ALIGN T wide[cs::kMaxVectorBytes / sizeof(float)] = {};
         SoftmaxBackwardWide(y + i, dy + i, wide, count, s, inv_t);
-        v = hn::IfThenElse(exact, v, hn::Load(df, wide));
+        v = hn::IfThenElse(exact, v, LoadFloats(df, wide, count, zero));  // exact: wide holds T values
       }
     }
-    if (count == N) cs::StoreOrStreamF32(df, v, dx + i, stream);  // aligned: WalkFloats' aligned_to
+    if (count == N) cs::StoreOrStreamF32</*kNotNaN=*/true>(df, v, dx + i, stream);  // aligned: WalkFloats' aligned_to
     else cs::StoreTailF32(df, v, dx + i, count);
   }, stream ? dx : nullptr);
   if (stream) hwy::FlushStream();
@@ -431,10 +433,13 @@ void LogSoftmaxBackwardWide(const T* log_y, const T* dy, T* dx, std::size_t n, d
 // A double exp per element costs more than the memory it reads, so most elements are
 // done in float lanes: dx = (dy - p * S) / T with p from the float exp (1.01 ulp).
 // That is within 1e-6 of dx wherever |p S| <= 2 |dx| (the exp's error, relative to
-// p S, cannot then grow by more than 2 relative to dx) and p is a normal float;
-// every other element (dy and p S cancelling, log_y below -87 or not a
-// log-probability; a row whose S is beyond float's range) goes through the double
-// lanes again, from memory, alone: its bits do not depend on where the vectors fall.
+// p S, cannot then grow by more than 2 relative to dx), p is a normal float and dy - p
+// S does not overflow (dx may still fit after the division by T); every other element
+// (dy and p S cancelling, log_y below -87 or not a log-probability; a row whose S is
+// beyond float's range) goes through the double lanes again, from memory, alone: its
+// bits do not depend on where the vectors fall. S is finite here, so no dy is NaN:
+// vectors done wholly in float lanes have no NaN, and 16-bit stores round them
+// without their NaN case.
 template <class T>
 void LogSoftmaxBackwardWrite(const T* log_y, const T* dy, T* dx, std::size_t n, double sum, double inv_t,
                              const NextRow& next, bool stream) {
@@ -452,22 +457,28 @@ void LogSoftmaxBackwardWrite(const T* log_y, const T* dy, T* dx, std::size_t n, 
   const VF zero = hn::Zero(df);
   const VF normal_floor = hn::Set(df, -87.0f);
   const VF neg_inf = hn::Set(df, -std::numeric_limits<float>::infinity());
-  const VF two = hn::Set(df, 2.0f);
+  const VF half_abs_sum = hn::Set(df, 0.5f * std::abs(sum_f));  // |p S| / 2 = p (|S| / 2), exactly
+  const VF largest = hn::Set(df, std::numeric_limits<float>::max());
   WalkFloats<T>(n, next, [&](std::size_t i, std::size_t count) SMAX_INLINE_LAMBDA {
     const VF ly = LoadFloats(df, log_y + i, count, zero);
     const VF vdy = LoadFloats(df, dy + i, count, zero);
-    const VF ps = hn::Mul(cs::ExpFlush(df, ly, zero), vsum);
-    const VF v = hn::Sub(vdy, ps);
+    const VF p = cs::ExpFlush(df, ly, zero);
+    const VF v = hn::Sub(vdy, hn::Mul(p, vsum));
     // NaN anywhere fails the comparisons and takes the double lanes as well.
     const auto in_domain = hn::Or(hn::And(hn::Ge(ly, normal_floor), hn::Le(ly, zero)), hn::Eq(ly, neg_inf));
-    const auto exact_enough = hn::And(in_domain, hn::Le(hn::Abs(ps), hn::Mul(two, hn::Abs(v))));
-    VF out = hn::Mul(v, scale);
+    const VF abs_v = hn::Abs(v);
+    const auto exact_enough =
+        hn::And(in_domain, hn::And(hn::Le(hn::Mul(p, half_abs_sum), abs_v), hn::Le(abs_v, largest)));
+    const VF out = hn::Mul(v, scale);
     if (HWY_UNLIKELY(!hn::AllTrue(df, exact_enough))) {
       HWY_ALIGN T wide[cs::kMaxVectorBytes / sizeof(float)] = {};
       LogSoftmaxBackwardWide(log_y + i, dy + i, wide, count, sum, inv_t);
-      out = hn::IfThenElse(exact_enough, out, LoadFloats(df, wide, count, zero));  // exact: wide holds T values
+      const VF mixed = hn::IfThenElse(exact_enough, out, LoadFloats(df, wide, count, zero));  // wide holds T values
+      if (count == N) cs::StoreOrStreamF32(df, mixed, dx + i, stream);
+      else cs::StoreTailF32(df, mixed, dx + i, count);
+      return;
     }
-    if (count == N) cs::StoreOrStreamF32(df, out, dx + i, stream);
+    if (count == N) cs::StoreOrStreamF32</*kNotNaN=*/true>(df, out, dx + i, stream);
     else cs::StoreTailF32(df, out, dx + i, count);
   }, stream ? dx : nullptr);
   if (stream) hwy::FlushStream();
