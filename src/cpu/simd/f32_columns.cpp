@@ -224,8 +224,8 @@ HWY_INLINE V NegFiniteMax(V m) {
 // The sums of one column vector in pass 2: with kCountAtMax (the log ops) the
 // elements equal to the max counted, the others' exp terms summed; else (softmax) all
 // terms summed in `others`. Float lanes: in double lanes, each term or pair of terms
-// rounded once (a pair is added in float first, as the row kernels' SumLanes adds fours:
-// half the widening work, and d stays within half a float ulp).
+// rounded once (a pair is added in float first: half the widening work, and d stays
+// within half a float ulp).
 template <bool kCountAtMax>
 struct FloatSums {
   VF at_max_in_block = hn::Zero(DF());

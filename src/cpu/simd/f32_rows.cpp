@@ -195,27 +195,36 @@ HWY_INLINE void AddWide(DD dd, hn::Vec<DD>& lo, hn::Vec<DD>& hi, VF v) {
 }
 #endif
 
-// The running ExpSum of a pass. Terms come in fours (or pairs), added in float by a
-// tree of depth two (at most two roundings, within 2^-23 of the four: the terms are
-// never negative) before they widen into double accumulators: a quarter of the
-// widening work, whose conversions and lane moves cost more than the adds, and d
-// stays within one float ulp. With kSplitAtMax, terms at the max (z == 0, exp
-// exactly 1) are counted in integer lanes instead, so that d - 1 stays exact for
-// log_softmax and logsumexp (ExpSum).
+// The running ExpSum of a pass. Terms come in fours, added in float by a tree of
+// depth two, and kBlockFours such sums are added in float one after the other before
+// they widen into double accumulators: a term meets at most five float roundings
+// (within 5 * 2^-24 of the block's sum, since the terms are never negative; d stays
+// within three float ulps, the accuracy bar allows sixteen), and the widening, whose
+// conversions and lane moves cost more than the adds, comes once per sixteen
+// vectors. Pairs and single terms (a row's last vectors) widen at once. With
+// kSplitAtMax, terms at the max (z == 0, exp exactly 1) are counted in integer lanes
+// instead, so that d - 1 stays exact for log_softmax and logsumexp (ExpSum).
 template <bool kSplitAtMax>
 class SumLanes {
  public:
-  SumLanes() : a0_(hn::Zero(dd_)), a1_(a0_), count_(hn::Zero(di_)) {}
+  SumLanes() : a0_(hn::Zero(dd_)), a1_(a0_), block_(hn::Zero(d_)), count_(hn::Zero(di_)) {}
 
   HWY_INLINE void Add(VF e0, VF z0, VF e1, VF z1, VF e2, VF z2, VF e3, VF z3) {
-    AddWide(dd_, a0_, a1_, hn::Add(hn::Add(Term(e0, z0), Term(e1, z1)), hn::Add(Term(e2, z2), Term(e3, z3))));
+    block_ = hn::Add(block_, hn::Add(hn::Add(Term(e0, z0), Term(e1, z1)), hn::Add(Term(e2, z2), Term(e3, z3))));
+    if (++block_fours_ == kBlockFours) {
+      AddWide(dd_, a0_, a1_, block_);
+      block_ = hn::Zero(d_);
+      block_fours_ = 0;
+    }
   }
   HWY_INLINE void Add(VF e0, VF z0, VF e1, VF z1) { AddWide(dd_, a0_, a1_, hn::Add(Term(e0, z0), Term(e1, z1))); }
   HWY_INLINE void Add(VF e, VF z) { AddWide(dd_, a0_, a1_, Term(e, z)); }
 
   ExpSum Result() const {
     ExpSum r;
-    r.below_max = hn::GetLane(hn::SumOfLanes(dd_, hn::Add(a0_, a1_)));
+    hn::Vec<DD> a0 = a0_, a1 = a1_;
+    AddWide(dd_, a0, a1, block_);
+    r.below_max = hn::GetLane(hn::SumOfLanes(dd_, hn::Add(a0, a1)));
     if constexpr (kSplitAtMax) {
       HWY_ALIGN std::int32_t counts[kMaxVectorBytes / sizeof(std::int32_t)];
       hn::Store(count_, di_, counts);
@@ -235,10 +244,14 @@ class SumLanes {
     }
   }
 
+  static constexpr int kBlockFours = 4;
+
   DF d_;
   DD dd_;
   DI di_;
   hn::Vec<DD> a0_, a1_;
+  VF block_;  // the float sum of the current block's fours
+  int block_fours_ = 0;
   hn::Vec<DI> count_;
 };
 
