@@ -99,6 +99,25 @@ TEST_P(SimdRows, NonFiniteRowsKeepTheirSemantics) {
   }
 }
 
+// The same kinds of rows, each after a finite row: the fused passes find a row's max
+// beside the previous row's scaling, so its NaN must be seen there too.
+TEST_P(SimdRows, NonFiniteRowsAfterFiniteRowsKeepTheirSemantics) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (std::int64_t n : {17, 300, 1000}) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    TestTensor x(GetParam(), {10, n});
+    fill_normal(x, rng(), Distribution{3.0, 2.0});
+    x.set_at(1 * n + n / 2, nan);
+    x.set_at(3 * n + n - 1, nan);
+    x.set_at(5 * n + n / 3, inf);
+    x.set_at(7 * n, nan);
+    x.set_at(7 * n + 1, inf);
+    for (std::int64_t i = 0; i < n; ++i) x.set_at(9 * n + i, -inf);
+    check_everywhere(x, 1.0);
+  }
+}
+
 TEST_P(SimdRows, MisalignedPointersWork) {
   for (std::int64_t n : {3, 17, 129, 4097}) {
     TestTensor x(GetParam(), {3, n}, Layout::misaligned);

@@ -144,40 +144,71 @@ bool AnyNaN(const T* x, std::size_t n) {
   return !hn::AllFalse(d, nan);
 }
 
-// The max, and NaN if any element is NaN. Max drops NaNs (x86's max returns its second
-// operand when either is NaN), so NaNs are found from a sum kept beside it (one add a
-// vector): it is NaN if an element is, and then, or where +inf met -inf, AnyNaN decides.
+// The running max of a row, and NaN if any element is NaN. Max drops NaNs (x86's max
+// returns its second operand when either is NaN), so NaNs are found from a sum kept
+// beside it (one add a vector): it is NaN if an element is, and then, or where +inf
+// met -inf, AnyNaN decides. kChains independent max chains: four for a pass of its
+// own, two beside another pass's steps (VScaleExps).
+template <class T, std::size_t kChains>
+class MaxLanes {
+ public:
+  MaxLanes() {
+    for (VF& m : m_) m = hn::Set(d_, -std::numeric_limits<float>::infinity());
+    sums_[0] = sums_[1] = hn::Zero(d_);
+  }
+
+  // Adds [p, p + count): four vectors, one vector, or a tail of fewer elements.
+  HWY_INLINE void Add(const T* p, std::size_t count) {
+    const std::size_t N = hn::Lanes(d_);
+    if (count == 4 * N) {
+      VF v[4];
+      LoadF32x4AnyOrder(d_, p, v);
+      for (std::size_t k = 0; k < 4; ++k) m_[k % kChains] = hn::Max(m_[k % kChains], v[k]);
+      sums_[0] = hn::Add(sums_[0], hn::Add(v[0], v[1]));
+      sums_[1] = hn::Add(sums_[1], hn::Add(v[2], v[3]));
+    } else if (count == N) {
+      const VF v = LoadF32(d_, p);
+      m_[0] = hn::Max(m_[0], v);
+      sums_[0] = hn::Add(sums_[0], v);
+    } else {
+      const VF v = LoadTailF32(d_, p, count, hn::Zero(d_));
+      const VF neg_inf = hn::Set(d_, -std::numeric_limits<float>::infinity());
+      m_[kChains - 1] = hn::Max(m_[kChains - 1], hn::IfThenElse(hn::FirstN(d_, count), v, neg_inf));
+      sums_[1] = hn::Add(sums_[1], v);
+    }
+  }
+
+  // The max of the row x[0, n), every element of which was added.
+  float Result(const T* x, std::size_t n) const {
+    if (!hn::AllFalse(d_, hn::IsNaN(hn::Add(sums_[0], sums_[1]))) && AnyNaN(x, n)) {
+      return std::numeric_limits<float>::quiet_NaN();
+    }
+    VF m = m_[0];
+    for (std::size_t k = 1; k < kChains; ++k) m = hn::Max(m, m_[k]);
+    return hn::GetLane(hn::MaxOfLanes(d_, m));
+  }
+
+ private:
+  DF d_;
+  VF m_[kChains];
+  VF sums_[2];
+};
+
+// Calls step(i, count) over [0, n) as MaxLanes::Add takes it.
+template <class Step>
+HWY_INLINE void WalkForMax(std::size_t n, Step&& step) {
+  const DF d;
+  const std::size_t N = hn::Lanes(d);
+  Walk<4>(
+      d, n, false, [&](std::size_t i) { step(i, 4 * N); }, [&](std::size_t i) { step(i, N); },
+      [&](std::size_t i, std::size_t count) { step(i, count); });
+}
+
 template <class T>
 float RMax(const T* x, std::size_t n) {
-  const DF d;
-  const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
-  VF m0 = neg_inf, m1 = neg_inf, m2 = neg_inf, m3 = neg_inf;
-  VF s0 = hn::Zero(d), s1 = s0;
-  Walk<4>(
-      d, n, false,
-      [&](std::size_t i) {
-        VF v[4];
-        LoadF32x4AnyOrder(d, x + i, v);
-        m0 = hn::Max(m0, v[0]);
-        m1 = hn::Max(m1, v[1]);
-        m2 = hn::Max(m2, v[2]);
-        m3 = hn::Max(m3, v[3]);
-        s0 = hn::Add(s0, hn::Add(v[0], v[1]));
-        s1 = hn::Add(s1, hn::Add(v[2], v[3]));
-      },
-      [&](std::size_t i) {
-        const VF v = LoadF32(d, x + i);
-        m0 = hn::Max(m0, v);
-        s0 = hn::Add(s0, v);
-      },
-      [&](std::size_t i, std::size_t count) {
-        const VF v = LoadTailF32(d, x + i, count, hn::Zero(d));
-        m1 = hn::Max(m1, hn::IfThenElse(hn::FirstN(d, count), v, neg_inf));
-        s1 = hn::Add(s1, v);
-      });
-  if (!hn::AllFalse(d, hn::IsNaN(hn::Add(s0, s1))) && AnyNaN(x, n)) return std::numeric_limits<float>::quiet_NaN();
-  const VF m = hn::Max(hn::Max(m0, m1), hn::Max(m2, m3));
-  return hn::GetLane(hn::MaxOfLanes(d, m));
+  MaxLanes<T, 4> max;
+  WalkForMax(n, [&](std::size_t i, std::size_t count) { max.Add(x + i, count); });
+  return max.Result(x, n);
 }
 
 // Float lanes accumulated into double lanes.
@@ -386,21 +417,31 @@ HWY_INLINE void MapStreaming(DF d, const TX* x, TY* y, std::size_t n, bool backw
 }
 
 // VScale for a softmax's exps (never NaN: StoreF32NotNaN), with streaming stores
-// where `stream`.
-template <class T>
-void VScaleExps(const float* e, T* y, std::size_t n, float scale, bool stream) {
+// where `stream`. Without them, side(i, count) runs beside each step over [i, i +
+// count) (WalkForMax's steps).
+template <class T, class Side = NoSide>
+HWY_INLINE void VScaleExps(const float* e, T* y, std::size_t n, float scale, bool stream, const Side& side = {}) {
   const DF d;
   const VF vscale = hn::Set(d, scale);
   if (stream) return MapStreaming</*kNotNaN=*/true>(d, e, y, n, false, [&](VF v) { return hn::Mul(v, vscale); });
   const std::size_t N = hn::Lanes(d);
-  Walk<2>(
+  auto pair = [&](std::size_t i) {
+    StoreF32x2NotNaN</*kStream=*/false>(d, hn::Mul(hn::LoadU(d, e + i), vscale),
+                                        hn::Mul(hn::LoadU(d, e + i + N), vscale), y + i);
+  };
+  Walk<4>(
       d, n, false,
       [&](std::size_t i) {
-        StoreF32x2NotNaN</*kStream=*/false>(d, hn::Mul(hn::LoadU(d, e + i), vscale),
-                                            hn::Mul(hn::LoadU(d, e + i + N), vscale), y + i);
+        side(i, 4 * N);
+        pair(i);
+        pair(i + 2 * N);
       },
-      [&](std::size_t i) { StoreF32NotNaN(d, hn::Mul(hn::LoadU(d, e + i), vscale), y + i); },
+      [&](std::size_t i) {
+        side(i, N);
+        StoreF32NotNaN(d, hn::Mul(hn::LoadU(d, e + i), vscale), y + i);
+      },
       [&](std::size_t i, std::size_t count) {
+        side(i, count);
         StoreTailF32(d, hn::Mul(LoadTail(d, e + i, count, hn::Zero(d)), vscale), y + i, count);
       });
 }
@@ -573,10 +614,10 @@ template <class T>
 std::size_t RowsFusedPasses(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows,
                             std::size_t n, const InverseTemperature& inv, float* buffer, Stores stores) {
   const bool prefetch = n * sizeof(T) <= kPrefetchRowBytes;
+  float m = rows > 0 ? RMax(x, n) : 0.0f;
   for (std::size_t r = 0; r < rows; ++r) {
     const T* xr = x + static_cast<std::ptrdiff_t>(r) * xs;
     T* yr = y + static_cast<std::ptrdiff_t>(r) * ys;
-    const float m = RMax(xr, n);
     if (!std::isfinite(m)) return r;
     const bool streams = Streams(stores, yr);
     float* e = buffer;
@@ -586,7 +627,20 @@ std::size_t RowsFusedPasses(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t 
     Ahead<T> next;
     if (prefetch && r + 1 < rows) next = {xr + xs, streams ? nullptr : yr + ys};
     const ExpSum sum = RStoreSoftmaxExps(xr, e, n, m, inv, next);
-    VScaleExps(e, yr, n, static_cast<float>(1.0 / sum.below_max), streams);
+    const float scale = static_cast<float>(1.0 / sum.below_max);
+    if (r + 1 == rows) {
+      VScaleExps(e, yr, n, scale, streams);
+    } else if (streams) {
+      VScaleExps(e, yr, n, scale, streams);
+      m = RMax(xr + xs, n);
+    } else {
+      // The next row's max beside the scaling: its loads and compares fill the
+      // cycles the stores leave.
+      const T* x_next = xr + xs;
+      MaxLanes<T, 2> next_max;
+      VScaleExps(e, yr, n, scale, false, [&](std::size_t i, std::size_t count) { next_max.Add(x_next + i, count); });
+      m = next_max.Result(x_next, n);
+    }
   }
   return rows;
 }
