@@ -235,8 +235,9 @@ HWY_INLINE void StreamF32(DF df, hn::Vec<DF> v, T* p) {
 
 // StoreF32NotNaN (StreamF32<true> with kStream) of v0 and then v1 at p. For bf16
 // 512-bit vectors one permute (vpermt2w) picks both vectors' upper halves for one
-// store of 64 bytes, where two stores take a permute each; a streaming one needs p
-// aligned to 64 bytes (else the two vectors stream apart).
+// store of 64 bytes, where two stores take a permute each; f16 512-bit vectors stream
+// as one store of 64 bytes, a whole cache line, too. A streaming one needs p aligned
+// to 64 bytes (else the two vectors stream apart).
 template <bool kStream, class DF, class T>
 HWY_INLINE void StoreF32x2NotNaN(DF df, hn::Vec<DF> v0, hn::Vec<DF> v1, T* p) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
@@ -252,6 +253,13 @@ HWY_INLINE void StoreF32x2NotNaN(DF df, hn::Vec<DF> v0, hn::Vec<DF> v1, T* p) {
       } else {
         hn::StoreU(both, d16x2, Bits(p));
       }
+      return;
+    }
+  }
+  if constexpr (kStream && std::is_same_v<T, half> && std::is_same_v<hn::Vec<DF>, hn::Vec512<float>>) {
+    if (reinterpret_cast<std::uintptr_t>(p) % 64 == 0) {
+      const hn::Repartition<std::uint16_t, DF> d16x2;
+      hn::Stream(hn::Combine(d16x2, FromF32(df, v1, p), FromF32(df, v0, p)), d16x2, Bits(p));
       return;
     }
   }
