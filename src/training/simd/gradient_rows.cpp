@@ -349,10 +349,10 @@ HWY_INLINE bool SplitIntoFloats(SplitSum s, FloatTriple& out) {
 // double where its float result overflowed (dx itself may still fit, after the
 // product by 1/T), and, when 1/T > 1, where the product y * (dy - s) fell below
 // float's normal range (1/T would enlarge its absolute rounding beyond a subnormal
-// step); y = 0 gives an exact 0 either way. Only those elements: each element's bits then do not depend on
-// where the vectors fall (dx's alignment decides that when dx streams). s is finite
-// here, so no y or dy was NaN or infinite (any would have made it NaN or infinite):
-// dx has no NaN, and 16-bit stores round without their NaN case.
+// step); y = 0 gives an exact 0 either way. Only those elements: each element's bits
+// then do not depend on where the vectors fall (dx's alignment decides that when dx
+// streams). s is finite here, so no y or dy was NaN or infinite (any would have made
+// it NaN or infinite): dx has no NaN, and 16-bit stores round without their NaN case.
 template <class T, bool kScaled, bool kTinyProductsMatter>
 void SoftmaxBackwardFloatLanes(const T* y, const T* dy, T* dx, std::size_t n, SplitSum s, const FloatTriple& parts,
                                float inv_t_f, double inv_t, const NextRow& next, bool stream) {
