@@ -628,18 +628,16 @@ std::size_t RowsFusedPasses(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t 
     if (prefetch && r + 1 < rows) next = {xr + xs, streams ? nullptr : yr + ys};
     const ExpSum sum = RStoreSoftmaxExps(xr, e, n, m, inv, next);
     const float scale = static_cast<float>(1.0 / sum.below_max);
-    if (r + 1 == rows) {
-      VScaleExps(e, yr, n, scale, streams);
-    } else if (streams) {
-      VScaleExps(e, yr, n, scale, streams);
-      m = RMax(xr + xs, n);
-    } else {
+    const T* x_next = r + 1 < rows ? xr + xs : nullptr;
+    if (x_next != nullptr && !streams) {
       // The next row's max beside the scaling: its loads and compares fill the
       // cycles the stores leave.
-      const T* x_next = xr + xs;
       MaxLanes<T, 2> next_max;
       VScaleExps(e, yr, n, scale, false, [&](std::size_t i, std::size_t count) { next_max.Add(x_next + i, count); });
       m = next_max.Result(x_next, n);
+    } else {
+      VScaleExps(e, yr, n, scale, streams);
+      if (x_next != nullptr) m = RMax(x_next, n);
     }
   }
   return rows;
