@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "op_runner.hpp"
+#include "plan/planner.hpp"
 #include "seed.hpp"
 
 namespace smax::test {
@@ -50,6 +51,26 @@ TEST_F(Planner, F32SoftmaxRowsThatFitInCacheRunFusedOverChunks) {
   EXPECT_GT(p.chunk_length, 0) << p.reason;
   // log_softmax keeps no exps: it has no fused-over-chunks form.
   EXPECT_NE(plan(Op::log_softmax, shape, DType::f32).algorithm, Algorithm::fused);
+
+  // A row that fits in L2 but not in half of it; one larger than L2 in a call that
+  // stays within the streaming rule's share of L3; and the same row in a call beyond
+  // it, which runs online (its output streams).
+  const MachineInfo& m = machine();
+  const std::array<std::int64_t, 2> in_l2{4, m.l2_bytes / 8};
+  const std::array<std::int64_t, 2> beyond_l2{1, m.l2_bytes / 2};
+  const std::array<std::int64_t, 2> beyond_cache{m.l3_bytes / detail::kStreamingLlcDivisor / (m.l2_bytes * 4) + 1,
+                                                 m.l2_bytes / 2};
+  ASSERT_GT(beyond_cache[0] * beyond_cache[1] * 8, m.l3_bytes / detail::kStreamingLlcDivisor);
+  for (const auto& fused_shape : {in_l2, beyond_l2}) {
+    if (fused_shape == beyond_l2 && beyond_l2[1] * 8 > m.l3_bytes / detail::kStreamingLlcDivisor) continue;
+    const PlanInfo q = plan(Op::softmax, fused_shape, DType::f32);
+    EXPECT_EQ(q.algorithm, Algorithm::fused) << q.reason;
+    EXPECT_GT(q.chunk_length, 0) << q.reason;
+    EXPECT_EQ(plan(Op::softmax, fused_shape, DType::bf16).algorithm, Algorithm::online) << "16-bit rows keep no exps";
+  }
+  const PlanInfo streamed = plan(Op::softmax, beyond_cache, DType::f32);
+  EXPECT_EQ(streamed.algorithm, Algorithm::online) << streamed.reason;
+  EXPECT_EQ(streamed.stores, Stores::streaming) << streamed.reason;
 }
 
 TEST_F(Planner, StoresStreamOnlySoftmaxAndLogSoftmaxRowsAndOnlineF32Panels) {
@@ -116,11 +137,17 @@ TEST_F(Planner, TallColumnPanelsRunOnlineAndStream) {
 }
 
 TEST_F(Planner, RowsMuchLargerThanL2AreOnline) {
-  // Four times L2 in f32 input alone.
-  const std::array<std::int64_t, 1> shape{machine().l2_bytes};
+  // Four times L2 in f32 input alone, in a call that leaves the cache (a single such
+  // row in a call within the cache runs softmax fused over chunks, above).
+  const MachineInfo& m = machine();
+  const std::array<std::int64_t, 2> shape{m.l3_bytes / detail::kStreamingLlcDivisor / (m.l2_bytes * 8) + 1, m.l2_bytes};
   for (Op op : kAllOps) {
     const PlanInfo p = plan(op, shape, DType::f32);
     EXPECT_EQ(p.algorithm, Algorithm::online) << to_string(op) << ": " << p.reason;
+  }
+  const std::array<std::int64_t, 1> row{m.l2_bytes};
+  for (Op op : {Op::log_softmax, Op::logsumexp}) {
+    EXPECT_EQ(plan(op, row, DType::f32).algorithm, Algorithm::online) << to_string(op);
   }
 }
 
