@@ -292,6 +292,35 @@ TEST(BackwardLog, InputsThatAreNotLogProbabilitiesFollowTheFormula) {
   }
 }
 
+// log_y below the float exp's range (its p flushes to 0) where S is large enough that
+// p S still matters: dx = dy - e^-90 S with S near 1e35 is 1e-4 - 8.2e-5, not dy. The
+// float lanes must hand those elements to the double ones, whatever vector they fall
+// in; elements whose p S is negligible stay in float lanes beside them.
+TEST(BackwardLog, FlushedProbabilitiesThatStillMatterAreExact) {
+  const std::int64_t n = 45;
+  for (std::int64_t target : simd_targets()) {
+    SCOPED_TRACE(hwy::TargetName(target));
+    with_target(target, [&] {
+      for (DType dtype : {DType::f32, DType::bf16}) {  // f16 cannot hold such a sum
+        std::vector<long double> log_y(static_cast<std::size_t>(n)), dy(log_y.size());
+        for (std::size_t i = 0; i < log_y.size(); ++i) {
+          log_y[i] = i % 4 == 0 ? -120.0L : -90.0L;  // e^-120 S is 1e-17: negligible beside dy
+          dy[i] = 1e-4L * static_cast<long double>(1 + i % 3);
+        }
+        log_y[0] = 0;
+        dy[0] = 1e35L;
+        TestTensor ly = make_tensor(dtype, {1, n}, log_y);
+        TestTensor g = make_tensor(dtype, {1, n}, dy);
+        TestTensor dx(dtype, {1, n});
+        log_softmax_backward(ly.view(), g.view(), dx.mutable_view(), {});
+        const Reference ref = backward_reference(true, ly, g, 1, 1);
+        EXPECT_TRUE(meets_training_bar(std::string(to_string(dtype)), dx, ref.values, ref.cancelled,
+                                       compute_eps(dtype)));
+      }
+    });
+  }
+}
+
 // dy - s (or dy - p S) beyond float's range while dx, after the division by T = 4,
 // fits: the float lanes must hand such elements to the double ones, in vectors
 // whose other elements stay in float lanes.

@@ -84,17 +84,24 @@ HWY_INLINE V ExpPoly(D d, V r) {
   return hn::MulAdd(hn::MulAdd(ExpPolyTail(d, r), r, one), r, one);
 }
 
+// An argument without a low-order part: ExpFlush(d, z, NoLowPart{}) skips its add.
+struct NoLowPart {};
+
 // r = z + z_lo - n * ln2.
-template <class D, class V = hn::Vec<D>>
-HWY_INLINE V Reduced(D d, V zc, V z_lo, V n) {
+template <class D, class V = hn::Vec<D>, class Lo>
+HWY_INLINE V Reduced(D d, V zc, Lo z_lo, V n) {
   V r = hn::NegMulAdd(n, hn::Set(d, 0x1.62E4p-1f), zc);  // ln2_hi
   r = hn::NegMulAdd(n, hn::Set(d, 0x1.7F7D1Cp-20f), r);  // ln2_lo
-  return hn::Add(r, z_lo);
+  if constexpr (std::is_same_v<Lo, NoLowPart>) {
+    return r;
+  } else {
+    return hn::Add(r, z_lo);
+  }
 }
 
 // exp(r) - 1 after the reduction of z + z_lo by n * ln2.
-template <class D, class V = hn::Vec<D>>
-HWY_INLINE V ExpM1Reduced(D d, V zc, V z_lo, V n) {
+template <class D, class V = hn::Vec<D>, class Lo>
+HWY_INLINE V ExpM1Reduced(D d, V zc, Lo z_lo, V n) {
   return ExpM1Poly(d, Reduced(d, zc, z_lo, n));
 }
 
@@ -121,8 +128,8 @@ HWY_INLINE V ScalefWhereNotBelow(V p, V, V, V) {
 }
 #endif
 
-template <class D, class V = hn::Vec<D>>
-HWY_INLINE V ExpFlush(D d, V z, V z_lo) {
+template <class D, class V = hn::Vec<D>, class Lo = V>
+HWY_INLINE V ExpFlush(D d, V z, Lo z_lo) {
   if constexpr (kHasScalef<V>) {
     // No clamp: lanes far below the cutoff (or -inf) give anything, and are zeroed.
     const V n = hn::Sub(hn::MulAdd(z, hn::Set(d, 1.44269502162933349609375f), hn::Set(d, kRoundingShift)),
