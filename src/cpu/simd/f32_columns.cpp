@@ -172,9 +172,9 @@ template <class D, class Vector>
 HWY_INLINE void ForColumnVectors(D d, std::size_t width, Vector&& vector) {
   const std::size_t N = hn::Lanes(d);
   Walk<1>(
-      d, width, false, [&](std::size_t j) { vector(j, N, std::false_type()); },
-      [&](std::size_t j) { vector(j, N, std::false_type()); },
-      [&](std::size_t j, std::size_t count) { vector(j, count, std::true_type()); });
+      d, width, false, [&](std::size_t j) SMAX_INLINE_LAMBDA { vector(j, N, std::false_type()); },
+      [&](std::size_t j) SMAX_INLINE_LAMBDA { vector(j, N, std::false_type()); },
+      [&](std::size_t j, std::size_t count) SMAX_INLINE_LAMBDA { vector(j, count, std::true_type()); });
 }
 
 // A strided 2-d view of a panel's values: element (i, j) at p[i * stride + j].
@@ -195,9 +195,9 @@ void MaxPass(D d, Strided<const T> x, std::size_t width, std::size_t length, con
     hn::StoreU(neg_inf, d, s.m + j);
     hn::StoreU(hn::Zero(d), d, s.nan + j);
   }
-  ForRowBlocks(length, [&](std::size_t i, auto rows_tag) {
+  ForRowBlocks(length, [&](std::size_t i, auto rows_tag) SMAX_INLINE_LAMBDA {
     constexpr std::size_t kRows = decltype(rows_tag)::value;
-    ForColumnVectors(d, width, [&](std::size_t j, std::size_t count, auto tail_tag) {
+    ForColumnVectors(d, width, [&](std::size_t j, std::size_t count, auto tail_tag) SMAX_INLINE_LAMBDA {
       constexpr bool kTail = decltype(tail_tag)::value;
       auto m = hn::LoadU(d, s.m + j);
       auto nan = hn::IsNaN(neg_inf);  // all false
@@ -305,14 +305,14 @@ HWY_INLINE void WithColumnExp(D d, const InverseTemperatureLanes<D>& t, V neg_m,
   if constexpr (std::is_same_v<hn::TFromD<D>, float>) {
     if (FoldsMax<kUnitT>(d, hn::Neg(neg_m))) {
       const MaxSplitLanes<D> split = MaxSplitLanes<D>::Of(d, hn::Neg(neg_m));
-      f([&](V v) {
+      f([=](V v) SMAX_INLINE_LAMBDA {  // by value: by reference, its lanes would be reloaded after every store
         V unused;
         return ExpMinusMax<kFoldedRange<T>>(d, split, v, unused);
       });
       return;
     }
   }
-  f([&](V v) {
+  f([=](V v) SMAX_INLINE_LAMBDA {
     V z, z_lo;
     ScaledDifference<kUnitT, true>(d, t, v, neg_m, z, z_lo);
     return Exp<T>(d, z, z_lo);
@@ -329,15 +329,15 @@ void SumPass(D d, Strided<const T> x, Strided<L> terms, std::size_t width, std::
   std::fill_n(s.at_max, padded, 0.0);
   std::fill_n(s.others, padded, 0.0);
   std::fill_n(s.others_error, padded, 0.0);
-  ForRowBlocks(length, [&](std::size_t i, auto rows_tag) {
+  ForRowBlocks(length, [&](std::size_t i, auto rows_tag) SMAX_INLINE_LAMBDA {
     constexpr std::size_t kRows = decltype(rows_tag)::value;
-    ForColumnVectors(d, width, [&](std::size_t j, std::size_t count, auto tail_tag) {
+    ForColumnVectors(d, width, [&](std::size_t j, std::size_t count, auto tail_tag) SMAX_INLINE_LAMBDA {
       constexpr bool kTail = decltype(tail_tag)::value;
       const auto m = hn::LoadU(d, s.m + j);
       const auto neg_m = NegFiniteMax(m);
       Sums<L, kCountAtMax> sums(s, j);
-      auto rows = [&](auto&& exp_of) {
-        auto term = [&](std::size_t k, hn::Vec<D>& v) {
+      auto rows = [&](auto&& exp_of) SMAX_INLINE_LAMBDA {
+        auto term = [&](std::size_t k, hn::Vec<D>& v) SMAX_INLINE_LAMBDA {
           v = Load<T, kTail>(d, x.row(i + k) + j, count, hn::Zero(d));
           const auto e = exp_of(v);
           if constexpr (kStore) Store<L, kTail>(d, e, terms.row(i + k) + j, count);
@@ -410,11 +410,11 @@ void OnlineStatsPass(Strided<const T> x, std::size_t width, std::size_t length, 
   }
   std::fill_n(s.at_max, padded, 0.0);
   std::fill_n(s.others, padded, 0.0);
-  auto block = [&](std::size_t i, auto rows_tag) {
+  auto block = [&](std::size_t i, auto rows_tag) SMAX_INLINE_LAMBDA {
     constexpr std::size_t kRows = decltype(rows_tag)::value;
-    ForColumnVectors(d, width, [&](std::size_t j, std::size_t count, auto tail_tag) {
+    ForColumnVectors(d, width, [&](std::size_t j, std::size_t count, auto tail_tag) SMAX_INLINE_LAMBDA {
       constexpr bool kTail = decltype(tail_tag)::value;
-      auto load = [&](std::size_t k) { return Load<T, kTail>(d, x.row(i + k) + j, count, neg_inf); };
+      auto load = [&](std::size_t k) SMAX_INLINE_LAMBDA { return Load<T, kTail>(d, x.row(i + k) + j, count, neg_inf); };
       VF block_max = neg_inf;
       VF total = hn::Zero(d);  // NaN where the block holds a NaN (or both infinities)
       for (std::size_t k = 0; k < kRows; ++k) {
@@ -435,7 +435,7 @@ void OnlineStatsPass(Strided<const T> x, std::size_t width, std::size_t length, 
       }
       const VF neg_m = NegFiniteMax(m);
       FloatSums<kCountAtMax> sums(s, j);
-      auto add_terms = [&](auto&& exp_of) {
+      auto add_terms = [&](auto&& exp_of) SMAX_INLINE_LAMBDA {
         std::size_t k = 0;
         for (; k + 2 <= kRows; k += 2) {
           const VF v0 = load(k);
@@ -562,7 +562,7 @@ void OutputPass(D d, Strided<const S> src, Strided<T> y, std::size_t width, std:
     T* to = y.row(i);
     // src a few rows ahead, a line per vector (for the reasons of OnlineStatsPass's).
     const S* ahead = i >= kOutputFetchRows ? src.row(i - kOutputFetchRows) : nullptr;
-    auto value = [&](std::size_t j, std::size_t count, auto tail_tag) {
+    auto value = [&](std::size_t j, std::size_t count, auto tail_tag) SMAX_INLINE_LAMBDA {
       constexpr bool kTail = decltype(tail_tag)::value;
       if (ahead != nullptr) __builtin_prefetch(ahead + j, 0, 2);
       const auto factor = hn::LoadU(d, s.factor + j);
@@ -589,14 +589,14 @@ void OutputPass(D d, Strided<const S> src, Strided<T> y, std::size_t width, std:
       if (stream && reinterpret_cast<std::uintptr_t>(to) % sizeof(float) == 0) {
         WalkAligned(
             d, to, width, false,
-            [&](std::size_t j) { hn::Stream(value(j, hn::Lanes(d), std::false_type()), d, to + j); },
-            [&](std::size_t j, std::size_t count) {
+            [&](std::size_t j) SMAX_INLINE_LAMBDA { hn::Stream(value(j, hn::Lanes(d), std::false_type()), d, to + j); },
+            [&](std::size_t j, std::size_t count) SMAX_INLINE_LAMBDA {
               Store<T, true>(d, value(j, count, std::true_type()), to + j, count);
             });
         continue;
       }
     }
-    ForColumnVectors(d, width, [&](std::size_t j, std::size_t count, auto tail_tag) {
+    ForColumnVectors(d, width, [&](std::size_t j, std::size_t count, auto tail_tag) SMAX_INLINE_LAMBDA {
       constexpr bool kTail = decltype(tail_tag)::value;
       Store<T, kTail>(d, value(j, count, tail_tag), to + j, count);
     });

@@ -3,6 +3,18 @@
 // Written against Highway's portable ops, compiled once per target (the -inl.h
 // convention: foreach_target.h includes this header again for every target).
 
+// The passes call their per-vector steps through lambdas, which must be inlined: GCC
+// otherwise keeps the larger ones (16-bit conversions, exps) out of line, and a
+// lambda out of line reads what it captured by reference from memory again after
+// every vector store (which may alias anything), and its lane constants as well.
+#ifndef SMAX_INLINE_LAMBDA
+#if defined(__GNUC__) || defined(__clang__)
+#define SMAX_INLINE_LAMBDA __attribute__((always_inline))
+#else
+#define SMAX_INLINE_LAMBDA
+#endif
+#endif
+
 #if defined(SMAX_CPU_SIMD_WALK_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef SMAX_CPU_SIMD_WALK_INL_H_
 #undef SMAX_CPU_SIMD_WALK_INL_H_

@@ -25,17 +25,6 @@
 #include "cpu/simd/exp_f64-inl.h"
 #include "cpu/simd/walk-inl.h"
 
-// The loops below call their per-vector steps through lambdas, which must be inlined:
-// GCC otherwise keeps the larger ones (16-bit conversions, exps) out of line and
-// reloads every constant and mask per vector.
-#ifndef SMAX_INLINE_LAMBDA
-#if defined(__GNUC__) || defined(__clang__)
-#define SMAX_INLINE_LAMBDA __attribute__((always_inline))
-#else
-#define SMAX_INLINE_LAMBDA
-#endif
-#endif
-
 HWY_BEFORE_NAMESPACE();
 namespace smax::training::simd::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
