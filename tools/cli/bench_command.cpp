@@ -289,7 +289,7 @@ int run_bench(std::span<const std::string> args) {
   if (json_path) std::cout << "json: " << *json_path << '\n';
   if (csv_path) std::cout << "csv: " << *csv_path << '\n';
 
-  const auto failures = std::count_if(results.begin(), results.end(), [](const Result& r) { return r.failed(); }) +
+  const auto failures = std::count_if(results.begin(), results.end(), [](const Result& r) { return r.fails_run(); }) +
                         training_failures;
   if (failures > 0) {
     std::cerr << "smax: error: " << failures << " measurement(s) failed their check (marked '!' in the tables)\n";

@@ -319,7 +319,8 @@ void print_workload(std::ostream& out, const std::string& workload, const RunInf
   for (const Result* r : rows) {
     if (r->failed()) {
       out << "! " << r->impl << " on " << r->point.label() << " " << to_string(r->point.dtype) << ", " << r->threads
-          << " thread(s): " << r->measurement.problem << '\n';
+          << " thread(s): " << r->measurement.problem
+          << (r->fails_run() ? "" : " (naive's plain float sum, as expected: not a failure of the run)") << '\n';
     }
     if (r->skipped) notes.insert(short_name(r->impl) + " skipped: " + r->note);
   }

@@ -170,7 +170,8 @@ and runs take the sets in turn: where the sets exceed the cache, the point is
 measured from DRAM ('dram' in the table), else from cache ('cache'). Outputs are
 NaN-filled before every run and checked after it: every element finite and
 >= 0, and within the dtype's tolerance of the reference on sampled rows. A
-failure is marked '!' and makes the exit status 1.
+failure is marked '!' and makes the exit status 1 (but naive's: the textbook
+formula's plain float sum is off the reference on rows of millions).
 
 Options:
   --workload LIST    workloads to run (default sweep,vocab,attention,classify)
