@@ -110,8 +110,8 @@ def softmax(
             ONNX) or ``"zero"`` (as attention code wants).
         stores: how the output is written: ``"cached"`` (through the cache),
             ``"streaming"`` (around it: less memory traffic, nothing left in cache)
-            or ``"auto"`` (default: streaming where the call moves more than a
-            quarter of the last-level cache). Results do not depend on it.
+            or ``"auto"`` (default: streaming where the call moves more than
+            twice the last-level cache, at most 96 MiB). Results do not depend on it.
         out: write here instead of a new array: same shape and dtype as ``x``, any
             strides that do not overlap themselves; may be ``x`` itself.
         threads: threads for this call; ``None`` uses ``set_num_threads``'s

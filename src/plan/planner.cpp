@@ -7,10 +7,10 @@ namespace {
 
 std::string kib(std::int64_t bytes) { return std::to_string(bytes >> 10) + " KiB"; }
 
-// Whether a call moving `bytes` (input plus output) leaves the cache: the streaming
-// rule (kStreamingLlcDivisor), which the fused-over-chunks choice shares.
-bool moves_beyond_cache(std::int64_t bytes, const MachineInfo& m) {
-  return m.l3_bytes > 0 && bytes > m.l3_bytes / kStreamingLlcDivisor;
+// Whether a call moving `bytes` (input plus output) stays in the cache between the
+// passes of fused over chunks (kFusedCallLlcDivisor).
+bool stays_cached_between_passes(std::int64_t bytes, const MachineInfo& m) {
+  return m.l3_bytes <= 0 || bytes <= m.l3_bytes / kFusedCallLlcDivisor;
 }
 
 // Variant choice. The working set of one row is its input plus its output. Strided
@@ -21,7 +21,7 @@ bool moves_beyond_cache(std::int64_t bytes, const MachineInfo& m) {
 //   chunks (f32 softmax: the exps are stored in the output itself), which threads
 //   can share.
 // - f32 softmax rows that fit in L2, or any row of a call that stays in the cache
-//   (the streaming rule's share of L3, choose_stores): fused over chunks too. Its
+//   (kFusedCallLlcDivisor): fused over chunks too. Its
 //   scaling pass reads the stored exps back from the cache, and each exp is computed
 //   once where online computes it twice. Measured on the AMD EPYC (Zen 5) VM (1 MiB
 //   L2, 32 MiB L3): 1 x 128256 and 1 x 262144 in cache 1.45x online's speed, from
@@ -38,7 +38,7 @@ void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, std::in
   const std::int64_t row_bytes = length * static_cast<std::int64_t>(size_of(dtype)) * (op == Op::logsumexp ? 1 : 2);
   const std::string row = "row of " + std::to_string(length) + " elements (" + kib(row_bytes) + " in and out)";
   const bool fits_half_l2 = row_bytes <= m.l2_bytes / 2;
-  const bool call_stays_cached = !moves_beyond_cache(call_bytes, m);
+  const bool call_stays_cached = stays_cached_between_passes(call_bytes, m);
   if (fits_half_l2 && length <= kFusedMaxLength) {
     plan.algorithm = Algorithm::fused;
     plan.reason = row + " fits in half of L2 (" + kib(m.l2_bytes) +
@@ -50,7 +50,7 @@ void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, std::in
                               : row_bytes <= m.l2_bytes  ? " fits in L2 (" + kib(m.l2_bytes) + ")"
                                                          : " is in a call that stays in the cache (" +
                                                                kib(call_bytes) + ", at most 1/" +
-                                                               std::to_string(kStreamingLlcDivisor) + " of L3)";
+                                                               std::to_string(kFusedCallLlcDivisor) + " of L3)";
     plan.reason = row + where + ": fused over chunks of " + std::to_string(kChunkLength) +
                   " elements (each chunk's exps stored in the output, then scaled from the cache), merged in a "
                   "fixed order, so threads can share the row";
@@ -140,10 +140,12 @@ void choose_stores(Plan& plan, Op op, DType dtype, std::int64_t elements, bool c
     return;
   }
   const std::int64_t moved = 2 * elements * static_cast<std::int64_t>(size_of(dtype));
-  if (moves_beyond_cache(moved, m)) {
+  if (m.l3_bytes > 0 && moved > streaming_threshold_bytes(m)) {
     plan.stores = Stores::streaming;
-    plan.reason += "; the output streams around the cache (" + std::to_string(moved >> 20) + " MiB moved, over 1/" +
-                   std::to_string(kStreamingLlcDivisor) + " of the " + std::to_string(m.l3_bytes >> 20) + " MiB L3)";
+    plan.reason += "; the output streams around the cache (" + std::to_string(moved >> 20) + " MiB moved, over " +
+                   std::to_string(streaming_threshold_bytes(m) >> 20) + " MiB: " +
+                   std::to_string(kStreamingLlcMultiple) + " times the " + std::to_string(m.l3_bytes >> 20) +
+                   " MiB L3, counting at most " + std::to_string(kStreamingLlcCap >> 20) + " MiB)";
   }
 }
 

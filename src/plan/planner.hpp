@@ -1,6 +1,7 @@
 // The one place where performance decisions live.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -31,16 +32,28 @@ inline constexpr std::int64_t kMinElementsPerThread = 32768;
 inline constexpr std::int64_t kSplitMinLength = 65536;
 inline constexpr std::int64_t kChunkLength = 16384;
 
-// Under Stores::automatic, a call that moves more than this share of the last-level
-// cache (input plus output) writes an f32 softmax or log_softmax output with streaming
-// stores: such
-// an output would not stay in
-// a cache shared with the other cores and their data, and streaming skips the read
-// for ownership of every line, a third of a cached write's traffic. Measured on the
-// development VM (480 MiB L3 reported): a scaling pass with cached stores kept cache
-// speed up to 64 MiB moved and fell to DRAM speed from 128 MiB, where streaming stores
-// ran 1.4 to 1.6 times as fast (docs/PERFORMANCE.md).
-inline constexpr std::int64_t kStreamingLlcDivisor = 4;
+// Under Stores::automatic, a call that moves more than streaming_threshold_bytes
+// (input plus output) writes its softmax or log_softmax output with streaming stores:
+// such an output would not stay in a cache shared with the other cores and their
+// data, and streaming skips the read for ownership of every line, a third of a cached
+// write's traffic. The threshold is kStreamingLlcMultiple times the last-level cache,
+// counting at most kStreamingLlcCap of it (a VM may report its host's whole L3, more
+// than one core reaches). Measured (docs/PERFORMANCE.md): on the Xeon VM (480 MiB L3
+// reported) a scaling pass with cached stores kept cache speed up to 64 MiB moved and
+// fell to DRAM speed from 128 MiB, where streaming stores ran 1.4 to 1.6 times as
+// fast; on the AMD EPYC Zen 5 VM (32 MiB L3) softmax rows with cached stores ran 5% to
+// 40% faster than streamed ones up to 32 MiB moved, about as fast at 64 MiB, and
+// slower from 256 MiB. The thresholds: 96 MiB and 64 MiB.
+inline constexpr std::int64_t kStreamingLlcMultiple = 2;
+inline constexpr std::int64_t kStreamingLlcCap = std::int64_t{48} << 20;
+inline std::int64_t streaming_threshold_bytes(const MachineInfo& m) {
+  return kStreamingLlcMultiple * std::min(m.l3_bytes, kStreamingLlcCap);
+}
+
+// Under Algorithm::automatic, an f32 softmax call that moves at most this share of the
+// last-level cache stays in cache between the passes of fused over chunks
+// (choose_variant), whatever its row length.
+inline constexpr std::int64_t kFusedCallLlcDivisor = 4;
 
 // inner_extent: the extent of the contiguous dimension that column panels would run
 // across (detail::column_dim), 0 if the problem has none (its axis is contiguous).

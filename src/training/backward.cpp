@@ -62,7 +62,7 @@ struct Request {
 bool streams_dx(Stores stores, DType dtype, std::int64_t elements) {
   if (stores != Stores::automatic) return stores == Stores::streaming;
   const std::int64_t moved = 3 * elements * static_cast<std::int64_t>(size_of(dtype));
-  return machine().l3_bytes > 0 && moved > machine().l3_bytes / detail::kStreamingLlcDivisor;
+  return machine().l3_bytes > 0 && moved > detail::streaming_threshold_bytes(machine());
 }
 
 Request validate(Kind kind, const TensorView& y, const TensorView& dy, const MutableTensorView& dx,

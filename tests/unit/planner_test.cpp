@@ -1,6 +1,7 @@
 // smax::machine() and smax::plan(): what the planner sees and what it picks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <vector>
 
@@ -12,6 +13,12 @@ namespace smax::test {
 namespace {
 
 class Planner : public SeededTest {};
+
+// How many rows of `columns` f32 elements make a call whose input and output together
+// just exceed the streaming threshold: auto streams their output.
+std::int64_t rows_beyond_streaming(std::int64_t columns) {
+  return detail::streaming_threshold_bytes(machine()) / (8 * columns) + 1;
+}
 
 TEST_F(Planner, MachineReportsCachesAndThreads) {
   const MachineInfo& m = machine();
@@ -53,16 +60,19 @@ TEST_F(Planner, F32SoftmaxRowsThatFitInCacheRunFusedOverChunks) {
   EXPECT_NE(plan(Op::log_softmax, shape, DType::f32).algorithm, Algorithm::fused);
 
   // A row that fits in L2 but not in half of it; one larger than L2 in a call that
-  // stays within the streaming rule's share of L3; and the same row in a call beyond
-  // it, which runs online (its output streams).
+  // stays within a quarter of L3 (kFusedCallLlcDivisor); and the same row in a call
+  // beyond it and beyond the streaming threshold, which runs online (its output
+  // streams).
   const MachineInfo& m = machine();
   const std::array<std::int64_t, 2> in_l2{4, m.l2_bytes / 8};
   const std::array<std::int64_t, 2> beyond_l2{1, m.l2_bytes / 2};
-  const std::array<std::int64_t, 2> beyond_cache{m.l3_bytes / detail::kStreamingLlcDivisor / (m.l2_bytes * 4) + 1,
+  const std::int64_t cached_call = m.l3_bytes / detail::kFusedCallLlcDivisor;
+  const std::array<std::int64_t, 2> beyond_cache{std::max(rows_beyond_streaming(m.l2_bytes / 2),
+                                                          cached_call / (m.l2_bytes * 4) + 1),
                                                  m.l2_bytes / 2};
-  ASSERT_GT(beyond_cache[0] * beyond_cache[1] * 8, m.l3_bytes / detail::kStreamingLlcDivisor);
+  ASSERT_GT(beyond_cache[0] * beyond_cache[1] * 8, cached_call);
   for (const auto& fused_shape : {in_l2, beyond_l2}) {
-    if (fused_shape == beyond_l2 && beyond_l2[1] * 8 > m.l3_bytes / detail::kStreamingLlcDivisor) continue;
+    if (fused_shape == beyond_l2 && beyond_l2[1] * 8 > cached_call) continue;
     const PlanInfo q = plan(Op::softmax, fused_shape, DType::f32);
     EXPECT_EQ(q.algorithm, Algorithm::fused) << q.reason;
     EXPECT_GT(q.chunk_length, 0) << q.reason;
@@ -74,8 +84,7 @@ TEST_F(Planner, F32SoftmaxRowsThatFitInCacheRunFusedOverChunks) {
 }
 
 TEST_F(Planner, StoresStreamOnlySoftmaxAndLogSoftmaxRowsAndOnlineF32Panels) {
-  // Input and output together are 4 / 3 of the last-level cache: auto streams.
-  const std::array<std::int64_t, 2> large{machine().l3_bytes / 6 / 4096, 4096};
+  const std::array<std::int64_t, 2> large{rows_beyond_streaming(4096), 4096};
   const std::array<std::int64_t, 2> small{64, 1000};
   const PlanInfo auto_large = plan(Op::softmax, large, DType::f32);
   EXPECT_EQ(auto_large.stores, Stores::streaming) << auto_large.reason;
@@ -96,7 +105,7 @@ TEST_F(Planner, StoresStreamOnlySoftmaxAndLogSoftmaxRowsAndOnlineF32Panels) {
     // Column panels of three passes keep their exps in the output (64 elements along
     // axis 0: a panel fits in L2).
     options.axis = 0;
-    const std::array<std::int64_t, 2> short_columns{64, machine().l3_bytes / 6 / 64};
+    const std::array<std::int64_t, 2> short_columns{64, rows_beyond_streaming(64)};
     EXPECT_EQ(plan(Op::softmax, short_columns, DType::f32, options).algorithm, Algorithm::fused);
     EXPECT_EQ(plan(Op::softmax, short_columns, DType::f32, options).stores, Stores::cached);
     options.axis = -1;
@@ -114,7 +123,7 @@ TEST_F(Planner, StoresStreamOnlySoftmaxAndLogSoftmaxRowsAndOnlineF32Panels) {
 // Online column panels write their output in a pass of its own, which streams like
 // the rows' output passes.
 TEST_F(Planner, TallColumnPanelsRunOnlineAndStream) {
-  const std::array<std::int64_t, 2> large{machine().l3_bytes / 6 / 4096, 4096};
+  const std::array<std::int64_t, 2> large{rows_beyond_streaming(4096), 4096};
   const PlanInfo p = plan(Op::softmax, large, DType::f32, {.axis = 0});
   EXPECT_EQ(p.algorithm, Algorithm::online) << p.reason;
   EXPECT_GT(p.panel_width, 0) << p.reason;
@@ -137,10 +146,10 @@ TEST_F(Planner, TallColumnPanelsRunOnlineAndStream) {
 }
 
 TEST_F(Planner, RowsMuchLargerThanL2AreOnline) {
-  // Four times L2 in f32 input alone, in a call that leaves the cache (a single such
+  // Four times L2 in f32 input alone, in a call beyond a quarter of L3 (a single such
   // row in a call within the cache runs softmax fused over chunks, above).
   const MachineInfo& m = machine();
-  const std::array<std::int64_t, 2> shape{m.l3_bytes / detail::kStreamingLlcDivisor / (m.l2_bytes * 8) + 1, m.l2_bytes};
+  const std::array<std::int64_t, 2> shape{m.l3_bytes / detail::kFusedCallLlcDivisor / (m.l2_bytes * 8) + 1, m.l2_bytes};
   for (Op op : kAllOps) {
     const PlanInfo p = plan(op, shape, DType::f32);
     EXPECT_EQ(p.algorithm, Algorithm::online) << to_string(op) << ": " << p.reason;
