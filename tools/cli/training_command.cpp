@@ -71,8 +71,8 @@ Options:
   --temperature T     the forward pass's temperature; finite and > 0 (default 1)
   --threads N         threads to use; 0 means all cores (default 0)
   --stores MODE       auto, cached or streaming: how DX is written, through the
-                      cache or around it; auto streams where Y, DY and DX exceed
-                      twice the last-level cache, at most 96 MiB (default auto)
+                      cache or around it; auto streams where Y, DY and DX exceed a
+                      quarter of the last-level cache (default auto)
   -h, --help          show this text
 )";
 
