@@ -21,9 +21,9 @@ bool stays_cached_between_passes(std::int64_t bytes, const MachineInfo& m) {
 //   chunks (f32 softmax: the exps are stored in the output itself), which threads
 //   can share.
 // - f32 softmax rows that fit in L2, or any row of a call that stays in the cache
-//   (kFusedCallLlcDivisor): fused over chunks too. Its
-//   scaling pass reads the stored exps back from the cache, and each exp is computed
-//   once where online computes it twice. Measured on the AMD EPYC (Zen 5) VM (1 MiB
+//   (kFusedCallLlcDivisor): fused over chunks too. Its scaling pass reads the stored
+//   exps back from the cache, and each exp is computed once where online computes it
+//   twice. Measured on the AMD EPYC (Zen 5) VM (1 MiB
 //   L2, 32 MiB L3): 1 x 128256 and 1 x 262144 in cache 1.45x online's speed, from
 //   DRAM the same; rows larger than L2 in calls that stream (64 x 262144) ran 15%
 //   slower than online, whose output streams (docs/PERFORMANCE.md).
