@@ -23,10 +23,10 @@ bool stays_cached_between_passes(std::int64_t bytes, const MachineInfo& m) {
 // - f32 softmax rows that fit in L2, or any row of a call that stays in the cache
 //   (kFusedCallLlcDivisor): fused over chunks too. Its scaling pass reads the stored
 //   exps back from the cache, and each exp is computed once where online computes it
-//   twice. Measured on the AMD EPYC (Zen 5) VM (1 MiB
-//   L2, 32 MiB L3): 1 x 128256 and 1 x 262144 in cache 1.45x online's speed, from
-//   DRAM the same; rows larger than L2 in calls that stream (64 x 262144) ran 15%
-//   slower than online, whose output streams (docs/PERFORMANCE.md).
+//   twice. Measured on the AMD EPYC (Zen 5) VM (1 MiB L2, 32 MiB L3): 1 x 128256 and
+//   1 x 262144 in cache 1.45x online's speed, from DRAM the same; rows larger than L2
+//   in calls that stream (64 x 262144) ran 15% slower than online, whose output
+//   streams (docs/PERFORMANCE.md).
 // - Rows of kSplitMinLength or more: online over chunks, each chunk read twice from
 //   cache, threads sharing the chunks.
 // - Fits in L2: safe; its three passes hit cache.
@@ -34,7 +34,7 @@ bool stays_cached_between_passes(std::int64_t bytes, const MachineInfo& m) {
 //   three times, with its output pass reversed to start on the cached tail.
 // logsumexp writes no row, so only the read counts.
 void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, std::int64_t call_bytes,
-                    const MachineInfo& m) {
+                    const MachineInfo& m) {  // call_bytes: the whole call's input and output
   const std::int64_t row_bytes = length * static_cast<std::int64_t>(size_of(dtype)) * (op == Op::logsumexp ? 1 : 2);
   const std::string row = "row of " + std::to_string(length) + " elements (" + kib(row_bytes) + " in and out)";
   const bool fits_half_l2 = row_bytes <= m.l2_bytes / 2;
@@ -126,8 +126,8 @@ void choose_column_passes(Plan& plan, Op op, DType dtype, std::int64_t panel_inp
 // Only the softmax and log_softmax output passes of the row kernels (f32_rows.hpp:
 // f32, f16, bf16) and the f32 ones of online column panels stream; three-pass panels
 // (whose exps wait in the output), f64, naive's scalar loop and fused over chunks
-// (likewise) store through the cache.
-void choose_stores(Plan& plan, Op op, DType dtype, std::int64_t elements, bool columns, Stores asked,
+// (likewise) store through the cache. `moved`: the call's input and output bytes.
+void choose_stores(Plan& plan, Op op, DType dtype, std::int64_t moved, bool columns, Stores asked,
                    const MachineInfo& m) {
   const bool fused_over_chunks = plan.algorithm == Algorithm::fused && plan.chunk > 0;
   const bool kernel_streams = columns ? dtype == DType::f32 && plan.algorithm == Algorithm::online : dtype != DType::f64;
@@ -139,7 +139,6 @@ void choose_stores(Plan& plan, Op op, DType dtype, std::int64_t elements, bool c
     plan.reason += "; the output streams around the cache, as asked";
     return;
   }
-  const std::int64_t moved = 2 * elements * static_cast<std::int64_t>(size_of(dtype));
   if (m.l3_bytes > 0 && moved > streaming_threshold_bytes(m)) {
     plan.stores = Stores::streaming;
     plan.reason += "; the output streams around the cache (" + std::to_string(moved >> 20) + " MiB moved, over " +
@@ -156,6 +155,10 @@ Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, std::
   Plan plan;
   plan.order = options.pass_order;
   const bool columns = inner_extent > 0 && options.algorithm != Algorithm::naive;
+  // What the call moves: its elements, read and written once (the variant's cache
+  // rule and the stores' rule both count these bytes).
+  const std::int64_t elements = rows * std::max<std::int64_t>(length, 1);
+  const std::int64_t moved = 2 * elements * static_cast<std::int64_t>(size_of(dtype));
   if (columns) {
     // Every algorithm but naive computes what the panel kernel computes (the max, the
     // exact sum, the same exp); the panel's own schedule is what suits columns. naive
@@ -167,8 +170,7 @@ Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, std::
                   " contiguous columns, one softmax per vector lane";
     choose_column_passes(plan, op, dtype, length * element_bytes * plan.panel_width, options.algorithm, machine);
   } else if (options.algorithm == Algorithm::automatic) {
-    const std::int64_t call_bytes = rows * std::max<std::int64_t>(length, 1) * static_cast<std::int64_t>(size_of(dtype)) * 2;
-    choose_variant(plan, op, dtype, length, call_bytes, machine);
+    choose_variant(plan, op, dtype, length, moved, machine);
   } else {
     plan.algorithm = options.algorithm;
     plan.reason = std::string(to_string(options.algorithm)) + " was asked for";
@@ -182,7 +184,6 @@ Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, std::
   // fewer rows than threads. Each row, panel or chunk is computed the same way whatever
   // the thread count, so results do not depend on it.
   const int wanted = options.threads > 0 ? options.threads : machine.threads;
-  const std::int64_t elements = rows * std::max<std::int64_t>(length, 1);
   const std::int64_t by_work = std::max<std::int64_t>(1, elements / kMinElementsPerThread);
   std::int64_t units = rows;
   std::string unit_text = std::to_string(rows) + " rows";
@@ -197,7 +198,7 @@ Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, std::
   plan.reason += "; " + std::to_string(plan.threads) + " of " + std::to_string(wanted) + " threads (" + unit_text +
                  ", at least " + std::to_string(kMinElementsPerThread) + " elements per thread)";
 
-  choose_stores(plan, op, dtype, elements, columns, options.stores, machine);
+  choose_stores(plan, op, dtype, moved, columns, options.stores, machine);
   return plan;
 }
 
