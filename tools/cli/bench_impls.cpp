@@ -55,7 +55,7 @@ constexpr std::array kVariants{
     Variant{"smax:tiled-forward", Algorithm::tiled, PassOrder::forward},
     Variant{"smax:safe", Algorithm::safe, PassOrder::reverse},
     Variant{"smax:fused", Algorithm::fused, PassOrder::reverse},
-    Variant{"smax:naive", Algorithm::naive, PassOrder::reverse},
+    Variant{kNaiveImpl, Algorithm::naive, PassOrder::reverse},
 };
 
 Implementation smax_implementation(const Variant& variant) {

@@ -20,6 +20,9 @@ struct Prepared {
   std::string note;  // why it was skipped; or, when it runs, what ran (e.g. the plan)
 };
 
+// The textbook variant's name: its failed checks do not fail a run (Result::fails_run).
+inline constexpr const char* kNaiveImpl = "smax:naive";
+
 struct Implementation {
   std::string name;  // "copy", "smax:online", "onednn", ... (as in the JSON)
   bool is_library;   // another library (the "best other library" ratio compares these)

@@ -48,7 +48,6 @@ struct Result {
   // Whether a failed check fails the run. Not for naive, the textbook formula in float
   // (no max, a plain running sum): off the reference on long rows is what it shows.
   bool fails_run() const { return failed() && impl != kNaiveImpl; }
-  static constexpr const char* kNaiveImpl = "smax:naive";
 };
 
 // Computes gbps and the ratios of every result from the others of its point.

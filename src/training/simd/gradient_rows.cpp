@@ -423,8 +423,8 @@ void LogSoftmaxBackwardWide(const T* log_y, const T* dy, T* dx, std::size_t n, d
 // done in float lanes: dx = (dy - p * S) / T with p from the float exp (1.01 ulp) and
 // one rounding of dy - p S. That is within 1e-6 of dx wherever |p S| <= 2 |dx| (the
 // exp's error, relative to p S, cannot then grow by more than 2 relative to dx), p is
-// a normal float or the p that the exp flushed to 0 is negligible (|dx| >= FLT_MIN
-// |S| 2^24, the row's `flushed_floor`), log_y <= 0 and dy - p S does not overflow (dx
+// a normal float or the p that the exp flushed to 0 is negligible (|dy - p S| >=
+// FLT_MIN |S| 2^24, the row's `flushed_floor`), log_y <= 0 and dy - p S does not overflow (dx
 // may still fit after the division by T); every other element (dy and p S
 // cancelling, log_y not a log-probability; a row whose S is beyond float's range) goes
 // through the double lanes again, from memory, alone: its bits do not depend on where
