@@ -321,6 +321,55 @@ TEST(BackwardLog, FlushedProbabilitiesThatStillMatterAreExact) {
   }
 }
 
+// dy rounded from p S itself, so that dx = dy - p S is at most half a unit of dy's
+// type: |p S| / |dx| runs from 2^8 (bf16), 2^11 (f16) or 2^24 (f32) upwards, past
+// each type's cancellation bound in the float lanes. The elements below the bound
+// stay in float lanes, whose error grows with that ratio: the bar fails for a bound
+// 16 times bf16's (checked). Each row's S is a random value in [0.5, 2), so that p S
+// falls anywhere between the type's values: the first kLadder elements (their p is
+// e^-30, negligible) hold what the others leave of it, each rounding what the ones
+// before it left, so that sum(dy) is S to far within the type's precision.
+class BackwardLogNearCancellation : public SeededTest {};
+
+TEST_F(BackwardLogNearCancellation, StaysWithinTheBarOnEveryTarget) {
+  const std::int64_t rows = 64, n = 509, kLadder = 4;
+  for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    std::uniform_real_distribution<double> log_p(-10, -5);  // p sums to about 0.2; p S is f16-normal
+    std::uniform_real_distribution<double> sum_of_row(0.5, 2);
+    std::vector<long double> log_y(static_cast<std::size_t>(rows * n)), p_s(log_y.size(), 0);
+    for (std::int64_t i = 0; i < rows * n; ++i) log_y[static_cast<std::size_t>(i)] = i % n < kLadder ? -30 : log_p(rng());
+    TestTensor ly = make_tensor(dtype, {rows, n}, log_y);
+    std::vector<long double> sums(static_cast<std::size_t>(rows));
+    for (long double& s : sums) s = sum_of_row(rng());
+    for (std::int64_t i = 0; i < rows * n; ++i) {
+      if (i % n >= kLadder) p_s[static_cast<std::size_t>(i)] = std::exp(ly.at(i)) * sums[static_cast<std::size_t>(i / n)];
+    }
+    TestTensor g = make_tensor(dtype, {rows, n}, p_s);
+    for (std::int64_t row = 0; row < rows; ++row) {
+      long double rest = sums[static_cast<std::size_t>(row)];
+      for (std::int64_t j = kLadder; j < n; ++j) rest -= g.at(row * n + j);
+      for (std::int64_t j = 0; j < kLadder; ++j) {
+        g.set_at(row * n + j, rest);
+        rest -= g.at(row * n + j);
+      }
+    }
+    for (long double t : {1.0L, 0.5L}) {
+      const Reference ref = backward_reference(true, ly, g, 1, t);
+      for (std::int64_t target : simd_targets()) {
+        SCOPED_TRACE(hwy::TargetName(target));
+        with_target(target, [&] {
+          TestTensor dx(dtype, {rows, n});
+          BackwardOptions o;
+          o.temperature = static_cast<double>(t);
+          log_softmax_backward(ly.view(), g.view(), dx.mutable_view(), o);
+          EXPECT_TRUE(meets_training_bar(std::string(to_string(dtype)), dx, ref.values, ref.cancelled,
+                                         compute_eps(dtype)));
+        });
+      }
+    }
+  }
+}
+
 // dy - s (or dy - p S) beyond float's range while dx, after the division by T = 4,
 // fits: the float lanes must hand such elements to the double ones, in vectors
 // whose other elements stay in float lanes.

@@ -419,14 +419,26 @@ void LogSoftmaxBackwardWide(const T* log_y, const T* dy, T* dx, std::size_t n, d
   });
 }
 
+// The float lanes' cancellation bound K for outputs of type T: an element stays in
+// float lanes where |p S| <= K |dx|. Its float error relative to dx is at most K times
+// the exp's 1.01 ulp and S's rounding to float (1.8e-7 K in all) plus dx's own two
+// roundings: for f32 K = 2 keeps that within the 1e-6 bar (5.4e-7); a 16-bit output
+// only needs it well within its own unit in the last place (at least 2^-8 of dx for
+// bf16, 2^-11 for f16), where K = 2^12 and 2^8 leave 0.19 and 0.09 of that unit
+// (tests/unit/training_backward_test.cpp's NearCancellation checks it). The larger K,
+// the fewer vectors the double lanes redo.
+template <class T>
+inline constexpr float kCancellationBound = std::is_same_v<T, bfloat16> ? 4096.0f : std::is_same_v<T, half> ? 256.0f : 2.0f;
+
 // A double exp per element costs more than the memory it reads, so most elements are
 // done in float lanes: dx = (dy - p * S) / T with p from the float exp (1.01 ulp) and
-// one rounding of dy - p S. That is within 1e-6 of dx wherever |p S| <= 2 |dx| (the
-// exp's error, relative to p S, cannot then grow by more than 2 relative to dx), p is
-// a normal float or the p that the exp flushed to 0 is negligible (|dy - p S| >=
-// FLT_MIN |S| 2^24, the row's `flushed_floor`), log_y <= 0 and dy - p S does not overflow (dx
-// may still fit after the division by T); every other element (dy and p S
-// cancelling, log_y not a log-probability; a row whose S is beyond float's range) goes
+// one rounding of dy - p S. That is exact enough wherever |p S| <= K |dx| (K =
+// kCancellationBound<T>: the exp's error, relative to p S, cannot then grow by more
+// than K relative to dx), p is a normal float or the p that the exp flushed to 0 is
+// negligible (|dy - p S| >= FLT_MIN |S| 2^24, the row's `flushed_floor`), log_y <= 0
+// and dy - p S does not overflow (dx may still fit after the division by T); every
+// other element (dy and p S cancelling, log_y not a log-probability; a row whose S is
+// beyond float's range, or so small that |S| / K would not be a normal float) goes
 // through the double lanes again, from memory, alone: its bits do not depend on where
 // the vectors fall. The test is two comparisons: each mask operation costs about as
 // much as an arithmetic one (on AMD Zen 5 the five comparisons and four mask
@@ -434,29 +446,23 @@ void LogSoftmaxBackwardWide(const T* log_y, const T* dy, T* dx, std::size_t n, d
 // is NaN: vectors done wholly in float lanes have no NaN (a NaN log_y makes v NaN,
 // which fails the first comparison), and 16-bit stores round them without their NaN
 // case.
-template <class T>
-void LogSoftmaxBackwardWrite(const T* log_y, const T* dy, T* dx, std::size_t n, double sum, double inv_t,
-                             const NextRow& next, bool stream) {
+template <class T, bool kScaled>
+void LogSoftmaxBackwardFloatLanes(const T* log_y, const T* dy, T* dx, std::size_t n, double sum, double inv_t,
+                                  const NextRow& next, bool stream) {
   const float sum_f = static_cast<float>(sum);
-  const float inv_t_f = static_cast<float>(inv_t);
-  if (!std::isfinite(sum_f) || !(inv_t_f >= std::numeric_limits<float>::min() && std::isfinite(inv_t_f))) {
-    LogSoftmaxBackwardWide(log_y, dy, dx, n, sum, inv_t);
-    return;
-  }
-  stream = Streams(stream, dx);
-  // Rounded up, and never 0, so that |v| >= it fails for v = 0 where the flushed p S
-  // might not have been 0.
+  // Rounded up, and never 0 unless S is (then p S is 0 exactly), so that |v| >= it
+  // fails for v = 0 where the flushed p S might not have been 0.
   const double floor_exact = static_cast<double>(std::numeric_limits<float>::min()) * 0x1p24 * std::abs(sum);
   float flushed_floor = static_cast<float>(floor_exact);
   if (static_cast<double>(flushed_floor) < floor_exact) flushed_floor = std::nextafter(flushed_floor, 1.0f);
-  flushed_floor = std::max(flushed_floor, std::numeric_limits<float>::denorm_min());
+  if (sum != 0) flushed_floor = std::max(flushed_floor, std::numeric_limits<float>::denorm_min());
   const DF df;
   const std::size_t N = hn::Lanes(df);
   const VF vsum = hn::Set(df, sum_f);
-  const VF scale = hn::Set(df, inv_t_f);
+  const VF scale = hn::Set(df, static_cast<float>(inv_t));
   const VF zero = hn::Zero(df);
   const VF floor = hn::Set(df, flushed_floor);
-  const VF half_abs_sum = hn::Set(df, 0.5f * std::abs(sum_f));  // |p S| / 2 = p (|S| / 2), exactly
+  const VF abs_sum_over_bound = hn::Set(df, std::abs(sum_f) / kCancellationBound<T>);  // exact: a normal float
   const VF largest = hn::Set(df, std::numeric_limits<float>::max());
   WalkFloats<T>(n, next, [&](std::size_t i, std::size_t count) SMAX_INLINE_LAMBDA {
     const VF ly = LoadFloats(df, log_y + i, count, zero);
@@ -464,12 +470,12 @@ void LogSoftmaxBackwardWrite(const T* log_y, const T* dy, T* dx, std::size_t n, 
     const VF p = cs::ExpFlush(df, ly, cs::NoLowPart{});
     const VF v = hn::NegMulAdd(p, vsum, vdy);
     const VF abs_v = hn::Abs(v);
-    // max(p |S| / 2, floor) <= |v| (false where v is NaN), and max(log_y, |v| -
+    // max(p |S| / K, floor) <= |v| (false where v is NaN), and max(log_y, |v| -
     // FLT_MAX) <= 0: log_y <= 0 and v finite (|v| - FLT_MAX is 0 or below exactly
     // where |v| is finite).
-    const auto exact_enough = hn::And(hn::Le(hn::Max(hn::Mul(p, half_abs_sum), floor), abs_v),
+    const auto exact_enough = hn::And(hn::Le(hn::Max(hn::Mul(p, abs_sum_over_bound), floor), abs_v),
                                       hn::Le(hn::Max(ly, hn::Sub(abs_v, largest)), zero));
-    const VF out = hn::Mul(v, scale);
+    const VF out = kScaled ? hn::Mul(v, scale) : v;
     if (HWY_UNLIKELY(!hn::AllTrue(df, exact_enough))) {
       HWY_ALIGN T wide[cs::kMaxVectorBytes / sizeof(float)] = {};
       LogSoftmaxBackwardWide(log_y + i, dy + i, wide, count, sum, inv_t);
@@ -482,6 +488,25 @@ void LogSoftmaxBackwardWrite(const T* log_y, const T* dy, T* dx, std::size_t n, 
     else cs::StoreTailF32(df, out, dx + i, count);
   }, stream ? dx : nullptr);
   if (stream) hwy::FlushStream();
+}
+
+template <class T>
+void LogSoftmaxBackwardWrite(const T* log_y, const T* dy, T* dx, std::size_t n, double sum, double inv_t,
+                             const NextRow& next, bool stream) {
+  const float sum_f = static_cast<float>(sum);
+  const float inv_t_f = static_cast<float>(inv_t);
+  const bool tiny_sum = sum != 0 && std::abs(sum) < static_cast<double>(std::numeric_limits<float>::min()) *
+                                                        static_cast<double>(kCancellationBound<T>);
+  if (!std::isfinite(sum_f) || tiny_sum || !(inv_t_f >= std::numeric_limits<float>::min() && std::isfinite(inv_t_f))) {
+    LogSoftmaxBackwardWide(log_y, dy, dx, n, sum, inv_t);
+    return;
+  }
+  stream = Streams(stream, dx);
+  if (inv_t == 1.0) {
+    LogSoftmaxBackwardFloatLanes<T, false>(log_y, dy, dx, n, sum, inv_t, next, stream);
+  } else {
+    LogSoftmaxBackwardFloatLanes<T, true>(log_y, dy, dx, n, sum, inv_t, next, stream);
+  }
 }
 
 // Cross-entropy runs in float lanes; the loss's offsets widen into double lanes.
