@@ -145,6 +145,30 @@ TEST_F(Planner, TallColumnPanelsRunOnlineAndStream) {
             Algorithm::online);
 }
 
+// A tall panel's input stays within a core's share of L3 where rows of at least 1 KiB
+// allow it (the online panel's second read then finds it there); else its rows are
+// 4 KiB, as are those of panels within the share.
+TEST_F(Planner, TallPanelsFitTheirShareOfL3WhereRowsStayLong) {
+  const MachineInfo& m = machine();
+  const std::int64_t share =
+      std::min(m.l3_bytes, detail::kStreamingLlcCap) / (detail::kPanelLlcDivisor * std::max(m.threads, 1));
+  for (std::int64_t length : {1024, 2048, 4096, 16384, 65536}) {
+    const std::array<std::int64_t, 2> shape{length, 4096};
+    const PlanInfo p = plan(Op::softmax, shape, DType::f32, {.axis = 0});
+    SCOPED_TRACE(p.reason);
+    const std::int64_t row_bytes = p.panel_width * 4;
+    if (length * 4096 * 4 <= share) {
+      EXPECT_EQ(p.panel_width, 1024);
+    } else if (share / (length * 4) * 4 >= 1024) {
+      EXPECT_LE(length * row_bytes, share);
+      EXPECT_GE(row_bytes, 1024);
+      EXPECT_GT(length * (row_bytes + 64), share) << "the widest that fits";
+    } else {
+      EXPECT_EQ(row_bytes, 4096);
+    }
+  }
+}
+
 TEST_F(Planner, RowsMuchLargerThanL2AreOnline) {
   // Four times L2 in f32 input alone, in a call beyond a quarter of L3 (a single such
   // row in a call within the cache runs softmax fused over chunks, above).
