@@ -23,6 +23,7 @@
 #include "core/stats.hpp"
 #include "cpu/element.hpp"
 #include "cpu/passes.hpp"
+#include "plan/planner.hpp"
 #include "smax/info.hpp"
 #include "smax/training.hpp"
 #include "training/rows.hpp"
@@ -489,13 +490,18 @@ class RowKernel {
   // does not replace, in the thread's scratch otherwise) and the second scales them,
   // instead of computing them again. For vectorised rows with a gradient, where the
   // logits, the exps and the gradient (and the next row's logits, prefetched) fit in
-  // L2, so that the second pass reads cache. (With or without log-probabilities and in
-  // place or not, so that each gives the same bits.)
+  // L2, or where the whole call's logits and gradient stay within the share of L3 that
+  // the forward softmax keeps for fused over chunks (detail::kFusedCallLlcDivisor), so
+  // that the second pass reads cache. (With or without log-probabilities and in place
+  // or not, so that each gives the same bits.)
   bool uses_stored_exps() const {
     if (grad_ == nullptr) return false;
     if (!vectorised(r_.smoothing / static_cast<double>(r_.classes))) return false;
+    const MachineInfo& m = machine();
     const auto bytes_per_class = static_cast<std::int64_t>(3 * sizeof(T) + sizeof(float));
-    return r_.classes * bytes_per_class <= machine().l2_bytes;
+    if (r_.classes * bytes_per_class <= m.l2_bytes) return true;
+    const std::int64_t call_bytes = r_.fold.rows * r_.classes * static_cast<std::int64_t>(2 * sizeof(T));
+    return m.l3_bytes > 0 && call_bytes <= m.l3_bytes / detail::kFusedCallLlcDivisor;
   }
 
   // run() with stored exps: the same (max, sum) merge of blocks as logit_stats, the

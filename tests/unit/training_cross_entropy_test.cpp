@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "accuracy.hpp"
+#include "plan/planner.hpp"
 #include "random_data.hpp"
 #include "seed.hpp"
 #include "simd_exp_check.hpp"
@@ -476,9 +477,12 @@ TEST_F(CrossEntropy, TinyWeightsKeepTheGradientsPrecision) {
 // The gradient in place over the logits, and the log-probabilities in place (with a
 // gradient beside them): the same loss, gradient and log-probabilities as separate
 // outputs give. Strided rows, contiguous rows that fit in L2 with their exps (stored
-// once) and rows that do not (f32 only, to keep the test short): different passes.
+// once), rows that do not in a call within the cache (stored too) and in one beyond
+// it (each exp computed twice; f32 only, to keep the test short): different passes.
 TEST_F(CrossEntropy, InPlaceOverTheLogits) {
-  const std::vector<std::int64_t> shapes[] = {{4, 9, 3}, {3, 1000}, {2, machine().l2_bytes / 8 + 1}};
+  const std::int64_t long_row = machine().l2_bytes / 8 + 1;
+  const std::int64_t rows_beyond_cache = machine().l3_bytes / detail::kFusedCallLlcDivisor / (8 * long_row) + 1;
+  const std::vector<std::int64_t> shapes[] = {{4, 9, 3}, {3, 1000}, {2, long_row}, {rows_beyond_cache, long_row}};
   for (DType dtype : kDTypes) {
     for (Targets targets : {Targets::i32, Targets::probabilities}) {
      for (const std::vector<std::int64_t>& shape : shapes) {
