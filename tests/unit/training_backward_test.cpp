@@ -321,11 +321,11 @@ TEST(BackwardLog, FlushedProbabilitiesThatStillMatterAreExact) {
   }
 }
 
-// dy rounded from p S itself, so that dx = dy - p S is at most half a unit of dy's
-// type: |p S| / |dx| runs from 2^8 (bf16), 2^11 (f16) or 2^24 (f32) upwards, past
-// each type's cancellation bound in the float lanes. The elements below the bound
-// stay in float lanes, whose error grows with that ratio: the bar fails for a bound
-// 16 times bf16's (checked). Each row's S is a random value in [0.5, 2), so that p S
+// dy rounded from p S itself (every other element), so that dx = dy - p S is at
+// most half a unit of dy's type, or from p S (1 + e) with |e| from 2^-30 to 1: |p S| /
+// |dx| runs from 1 to far past each type's cancellation bound in the float lanes. The
+// elements below the bound stay in float lanes, whose error grows with that ratio:
+// the bar fails for a bound 16 times bf16's or 32 times f32's (checked). Each row's S is a random value in [0.5, 2), so that p S
 // falls anywhere between the type's values: the first kLadder elements (their p is
 // e^-30, negligible) hold what the others leave of it, each rounding what the ones
 // before it left, so that sum(dy) is S to far within the type's precision.
@@ -341,8 +341,11 @@ TEST_F(BackwardLogNearCancellation, StaysWithinTheBarOnEveryTarget) {
     TestTensor ly = make_tensor(dtype, {rows, n}, log_y);
     std::vector<long double> sums(static_cast<std::size_t>(rows));
     for (long double& s : sums) s = sum_of_row(rng());
+    std::uniform_real_distribution<double> log2_offset(-30, 0);
     for (std::int64_t i = 0; i < rows * n; ++i) {
-      if (i % n >= kLadder) p_s[static_cast<std::size_t>(i)] = std::exp(ly.at(i)) * sums[static_cast<std::size_t>(i / n)];
+      // dy = p S rounded, or p S (1 + e) rounded, |e| from 2^-30 to 1.
+      const long double e = i % 2 == 0 ? 0 : (i % 4 == 1 ? 1 : -1) * std::exp2(log2_offset(rng()));
+      if (i % n >= kLadder) p_s[static_cast<std::size_t>(i)] = std::exp(ly.at(i)) * sums[static_cast<std::size_t>(i / n)] * (1 + e);
     }
     TestTensor g = make_tensor(dtype, {rows, n}, p_s);
     for (std::int64_t row = 0; row < rows; ++row) {
