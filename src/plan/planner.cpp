@@ -81,10 +81,9 @@ void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, std::in
 // done in 64-column panels reached only 40% of the same copy done row by row).
 // Where a panel's input would exceed a core's share of L3 (kPanelLlcDivisor), its
 // rows narrow to fit it, down to 1 KiB, so that the online panel's second read finds
-// it in L3 (a column too long for that keeps 4 KiB rows)
-// (AMD Zen 5 VM, 4096 x 4096 along axis 0 from DRAM, two threads: 1 KiB rows of
-// 4 MiB panels 30 to 34 GB/s against 28 to 31 for 4 KiB rows of 16 MiB; 512-byte rows
-// 27 to 28). The inner dimension is then cut into equal panels, rounded up to whole
+// it in L3; a column too long for that keeps 4 KiB rows. Measured on the AMD Zen 5
+// VM (4096 x 4096 along axis 0 from DRAM, two threads): 1 KiB rows of 4 MiB panels 30
+// to 34 GB/s against 26 to 31 for 4 KiB rows of 16 MiB; 512-byte rows 27 to 28. The inner dimension is then cut into equal panels, rounded up to whole
 // cache lines (two threads then never write one line). The width depends on the
 // shape and the machine, never on the thread count; and results depend on neither
 // (each lane is one column, whatever panel it lands in).
