@@ -448,6 +448,38 @@ TEST_F(CrossEntropy, VectorisedRowsOnEveryTargetMeetTheBar) {
   }
 }
 
+// Confident rows: the target at the max, every other logit 95 to 96 below it, so that
+// each exp lies below float's normal range and the loss, log(1 + their sum), is their
+// sum, itself near FLT_MIN: the pass with a gradient must sum those terms to the bar,
+// not flush them or round each to a subnormal step, on every target.
+TEST_F(CrossEntropy, ConfidentRowsKeepTheirTinyLoss) {
+  for (std::int64_t target : simd_targets()) {
+    SCOPED_TRACE(hwy::TargetName(target));
+    with_target(target, [&] {
+      for (DType dtype : {DType::f32, DType::bf16}) {
+        Call c;
+        c.dtype = dtype;
+        c.shape = {3, 4097};
+        c.axis = -1;
+        c.reduction = Reduction::none;
+        SCOPED_TRACE(c.describe());
+        Prepared p = prepare(c, rng(), 3);
+        std::uniform_real_distribution<double> below(-96, -95);
+        for (std::int64_t r = 0; r < 3; ++r) {
+          for (std::int64_t k = 0; k < 4097; ++k) {
+            const bool is_target = k == p.reference_case.indices[static_cast<std::size_t>(r)];
+            p.logits.set_at(r * 4097 + k, is_target ? 2.0 : 2.0 + below(rng()));
+          }
+        }
+        p.reference_case.logits = values_of(p.logits);
+        Outputs out = make_outputs(c);
+        run(c, p, out);
+        check(c, p, out);
+      }
+    });
+  }
+}
+
 // Class weights so small that S / d falls below float's normal range (reduction sum):
 // the vectorised pass must not lose the gradient's relative precision there.
 TEST_F(CrossEntropy, TinyWeightsKeepTheGradientsPrecision) {

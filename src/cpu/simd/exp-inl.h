@@ -177,6 +177,21 @@ HWY_INLINE V ExpGradual(D d, V z, V z_lo) {
   return ScaleGradual(d, q, t_bits, hn::Lt(n, hn::Set(d, -125.0f)), hn::Lt(z, hn::Set(d, -104.0f)));
 }
 
+// exp(z + z_lo) * 2^64, never subnormal: 0 below exp(-104) (where ExpGradual's
+// results end too). For sums of terms that may all lie below float's normal range
+// (scaled back in double, exactly).
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE V ExpTimes2Pow64(D d, V z, V z_lo) {
+  const hn::RebindToUnsigned<D> du;
+  const V zc = hn::Max(z, hn::Set(d, -104.0f));
+  V n;
+  hn::Vec<decltype(du)> t_bits;
+  ScaleOf(d, zc, n, t_bits);
+  const V q = ExpM1Reduced(d, zc, z_lo, n);
+  const V scale = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(t_bits, hn::Set(du, 127u + 64u))));  // 2^(n + 64)
+  return hn::IfThenZeroElse(hn::Lt(z, hn::Set(d, -104.0f)), hn::MulAdd(q, scale, scale));
+}
+
 }  // namespace smax::cpu::simd::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
