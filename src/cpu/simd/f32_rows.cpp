@@ -359,9 +359,22 @@ HWY_INLINE ExpSum RExp(const Exp& exp_of, const T* x, float* e, std::size_t n, b
   return sum.Result();
 }
 
+// bf16 rows whose exp folds the max sum exps 2^64 times too large (never subnormal:
+// no gradual steps, and terms below float's normal range keep every bit), scaled back
+// in double, exactly.
 template <class T>
 ExpSum RSumExp(const T* x, std::size_t n, float m, const InverseTemperature& inv, bool count_at_max, bool backward,
                const Ahead<T>& ahead) {
+  if constexpr (std::is_same_v<T, bfloat16>) {
+    if (FoldsMax(m, inv)) {
+      return WithFoldedExp<T, ExpRange::times_2_64>(m, [&](const auto exp_of) {
+        ExpSum sum = count_at_max ? RExp<false, true>(exp_of, x, nullptr, n, backward, ahead)
+                                  : RExp<false, false>(exp_of, x, nullptr, n, backward, ahead);
+        sum.below_max *= 0x1p-64 * (count_at_max ? exp_of.below_max_correction : 1.0);
+        return sum;
+      });
+    }
+  }
   return WithExp<T>(m, inv, [&](const auto exp_of) {
     ExpSum sum = count_at_max ? RExp<false, true>(exp_of, x, nullptr, n, backward, ahead)
                               : RExp<false, false>(exp_of, x, nullptr, n, backward, ahead);
