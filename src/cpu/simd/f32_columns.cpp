@@ -575,11 +575,13 @@ void OutputPass(D d, Strided<const S> src, Strided<T> y, std::size_t width, std:
         hn::Vec<D> unused;
         return hn::Mul(ExpMinusMax<kFoldedRange<T>>(d, split, v, unused), factor);
       } else {
-        hn::Vec<D> z, z_lo;
         if constexpr (kOf == OutputOf::log) {
-          ScaledDifference<kUnitT>(d, t, v, hn::LoadU(d, s.m + j), z, z_lo);
-          return hn::Sub(hn::Add(z, z_lo), factor);
+          // (x - m) / T - log(d) in plain arithmetic: the terms never cancel (as the
+          // rows' LogSoftmaxNormalizeT).
+          const auto x_minus_m = hn::Add(v, hn::LoadU(d, s.m + j));
+          return hn::Sub(kUnitT ? x_minus_m : hn::Mul(x_minus_m, t.hi), factor);
         } else {
+          hn::Vec<D> z, z_lo;
           ScaledDifference<kUnitT, true>(d, t, v, hn::LoadU(d, s.m + j), z, z_lo);
           return hn::Mul(Exp<T>(d, z, z_lo), factor);
         }
