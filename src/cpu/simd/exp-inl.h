@@ -161,18 +161,24 @@ HWY_INLINE V ScaleGradual(D d, V q, hn::Vec<hn::RebindToUnsigned<D>> t_bits, M b
   return hn::IfThenElse(below_normal, hn::Mul(y, hn::Set(d, 0x1p-64f)), y);
 }
 
+// The steps ExpGradual and ExpTimes2Pow64 share: z clamped at -104 (below it both give
+// 0), n with the bits of its rounding sum (ScaleOf), and exp(r) - 1.
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE V ExpM1DownTo104(D d, V z, V z_lo, V& n, hn::Vec<hn::RebindToUnsigned<D>>& t_bits) {
+  const V zc = hn::Max(z, hn::Set(d, -104.0f));
+  ScaleOf(d, zc, n, t_bits);
+  return ExpM1Reduced(d, zc, z_lo, n);
+}
+
 // exp(z + z_lo) like ExpFlush, but results down to the smallest subnormal float are
 // kept (for bf16 outputs, whose subnormals are float's): below the normal range the
 // result is built 2^64 times too large and scaled down by one final multiply, the
 // only operation that sees a subnormal. Zero below exp(-104).
 template <class D, class V = hn::Vec<D>>
 HWY_INLINE V ExpGradual(D d, V z, V z_lo) {
-  const hn::RebindToUnsigned<D> du;
-  const V zc = hn::Max(z, hn::Set(d, -104.0f));
   V n;
-  hn::Vec<decltype(du)> t_bits;
-  ScaleOf(d, zc, n, t_bits);
-  const V q = ExpM1Reduced(d, zc, z_lo, n);
+  hn::Vec<hn::RebindToUnsigned<D>> t_bits;
+  const V q = ExpM1DownTo104(d, z, z_lo, n, t_bits);
   // (1 + q) * 2^n may be subnormal below n = -125.
   return ScaleGradual(d, q, t_bits, hn::Lt(n, hn::Set(d, -125.0f)), hn::Lt(z, hn::Set(d, -104.0f)));
 }
@@ -183,11 +189,9 @@ HWY_INLINE V ExpGradual(D d, V z, V z_lo) {
 template <class D, class V = hn::Vec<D>>
 HWY_INLINE V ExpTimes2Pow64(D d, V z, V z_lo) {
   const hn::RebindToUnsigned<D> du;
-  const V zc = hn::Max(z, hn::Set(d, -104.0f));
   V n;
   hn::Vec<decltype(du)> t_bits;
-  ScaleOf(d, zc, n, t_bits);
-  const V q = ExpM1Reduced(d, zc, z_lo, n);
+  const V q = ExpM1DownTo104(d, z, z_lo, n, t_bits);
   const V scale = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(t_bits, hn::Set(du, 127u + 64u))));  // 2^(n + 64)
   return hn::IfThenZeroElse(hn::Lt(z, hn::Set(d, -104.0f)), hn::MulAdd(q, scale, scale));
 }
