@@ -7,12 +7,6 @@ namespace {
 
 std::string kib(std::int64_t bytes) { return std::to_string(bytes >> 10) + " KiB"; }
 
-// Whether a call moving `bytes` (input plus output) stays in the cache between the
-// passes of fused over chunks (kFusedCallLlcDivisor).
-bool stays_cached_between_passes(std::int64_t bytes, const MachineInfo& m) {
-  return m.l3_bytes <= 0 || bytes <= m.l3_bytes / kFusedCallLlcDivisor;
-}
-
 // Variant choice. The working set of one row is its input plus its output. Strided
 // rows are gathered into contiguous memory first (execute.cpp), so the layout does
 // not matter here.
@@ -83,10 +77,11 @@ void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, std::in
 // rows narrow to fit it, down to 1 KiB, so that the online panel's second read finds
 // it in L3; a column too long for that keeps 4 KiB rows. Measured on the AMD Zen 5
 // VM (4096 x 4096 along axis 0 from DRAM, two threads): 1 KiB rows of 4 MiB panels 30
-// to 34 GB/s against 26 to 31 for 4 KiB rows of 16 MiB; 512-byte rows 27 to 28. The inner dimension is then cut into equal panels, rounded up to whole
-// cache lines (two threads then never write one line). The width depends on the
-// shape and the machine, never on the thread count; and results depend on neither
-// (each lane is one column, whatever panel it lands in).
+// to 34 GB/s against 26 to 31 for 4 KiB rows of 16 MiB; 512-byte rows 27 to 28. The
+// inner dimension is then cut into equal panels, rounded up to whole cache lines (two
+// threads then never write one line). The width depends on the shape and the
+// machine, never on the thread count; and results depend on neither (each lane is
+// one column, whatever panel it lands in).
 std::int64_t panel_width(Op op, std::int64_t length, std::int64_t element_bytes, std::int64_t inner_extent,
                          const MachineInfo& m) {
   constexpr std::int64_t kMinRowBytes = 4096;
@@ -96,7 +91,7 @@ std::int64_t panel_width(Op op, std::int64_t length, std::int64_t element_bytes,
   const std::int64_t column_input_bytes = std::max<std::int64_t>(length, 1) * element_bytes;
   const std::int64_t column_bytes = column_input_bytes * (op == Op::logsumexp ? 1 : 2);
   std::int64_t widest = std::max(kMinRowBytes / element_bytes, budget / column_bytes / line * line);
-  const std::int64_t llc_share = std::min(m.l3_bytes, kStreamingLlcCap) / (kPanelLlcDivisor * std::max(m.threads, 1));
+  const std::int64_t llc_share = counted_llc_bytes(m) / (kPanelLlcDivisor * std::max(m.threads, 1));
   const std::int64_t within_llc = llc_share / column_input_bytes / line * line;
   if (widest > within_llc && within_llc * element_bytes >= kMinRowBytesWithinLlc) widest = within_llc;
   const std::int64_t panels = (inner_extent + widest - 1) / widest;

@@ -46,8 +46,10 @@ inline constexpr std::int64_t kChunkLength = 16384;
 // slower from 256 MiB. The thresholds: 96 MiB and 64 MiB.
 inline constexpr std::int64_t kStreamingLlcMultiple = 2;
 inline constexpr std::int64_t kStreamingLlcCap = std::int64_t{48} << 20;
+// The last-level cache as the planner's rules count it: at most kStreamingLlcCap.
+inline std::int64_t counted_llc_bytes(const MachineInfo& m) { return std::min(m.l3_bytes, kStreamingLlcCap); }
 inline std::int64_t streaming_threshold_bytes(const MachineInfo& m) {
-  return kStreamingLlcMultiple * std::min(m.l3_bytes, kStreamingLlcCap);
+  return kStreamingLlcMultiple * counted_llc_bytes(m);
 }
 
 // BackwardOptions::stores = automatic streams dx where y, dy and dx together exceed
@@ -59,8 +61,14 @@ inline constexpr std::int64_t kBackwardStreamingLlcDivisor = 4;
 
 // Under Algorithm::automatic, an f32 softmax call that moves at most this share of the
 // last-level cache stays in cache between the passes of fused over chunks
-// (choose_variant), whatever its row length.
+// (choose_variant), whatever its row length; cross-entropy's stored exps take the
+// same rule.
 inline constexpr std::int64_t kFusedCallLlcDivisor = 4;
+// Whether a call moving `bytes` (input plus output) stays in the cache between two
+// passes over it (kFusedCallLlcDivisor).
+inline bool stays_cached_between_passes(std::int64_t bytes, const MachineInfo& m) {
+  return m.l3_bytes <= 0 || bytes <= m.l3_bytes / kFusedCallLlcDivisor;
+}
 
 // A column panel's input is kept within this share of each core's part of the
 // last-level cache (counting at most kStreamingLlcCap of it), so that an online

@@ -490,9 +490,9 @@ class RowKernel {
   // does not replace, in the thread's scratch otherwise) and the second scales them,
   // instead of computing them again. For vectorised rows with a gradient, where the
   // logits, the exps and the gradient (and the next row's logits, prefetched) fit in
-  // L2, or where the whole call's logits and gradient stay within the share of L3 that
-  // the forward softmax keeps for fused over chunks (detail::kFusedCallLlcDivisor), so
-  // that the second pass reads cache. (With or without log-probabilities and in place
+  // L2, or where the whole call's logits and gradient stay in the cache between the
+  // passes by the forward softmax's rule for fused over chunks, so that the second
+  // pass reads cache. (With or without log-probabilities and in place
   // or not, so that each gives the same bits.)
   bool uses_stored_exps() const {
     if (grad_ == nullptr) return false;
@@ -500,8 +500,7 @@ class RowKernel {
     const MachineInfo& m = machine();
     const auto bytes_per_class = static_cast<std::int64_t>(3 * sizeof(T) + sizeof(float));
     if (r_.classes * bytes_per_class <= m.l2_bytes) return true;
-    const std::int64_t call_bytes = r_.fold.rows * r_.classes * static_cast<std::int64_t>(2 * sizeof(T));
-    return m.l3_bytes > 0 && call_bytes <= m.l3_bytes / detail::kFusedCallLlcDivisor;
+    return detail::stays_cached_between_passes(r_.fold.rows * r_.classes * static_cast<std::int64_t>(2 * sizeof(T)), m);
   }
 
   // run() with stored exps: the same (max, sum) merge of blocks as logit_stats, the

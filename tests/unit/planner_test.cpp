@@ -150,8 +150,7 @@ TEST_F(Planner, TallColumnPanelsRunOnlineAndStream) {
 // 4 KiB, as are those of panels within the share.
 TEST_F(Planner, TallPanelsFitTheirShareOfL3WhereRowsStayLong) {
   const MachineInfo& m = machine();
-  const std::int64_t share =
-      std::min(m.l3_bytes, detail::kStreamingLlcCap) / (detail::kPanelLlcDivisor * std::max(m.threads, 1));
+  const std::int64_t share = detail::counted_llc_bytes(m) / (detail::kPanelLlcDivisor * std::max(m.threads, 1));
   for (std::int64_t length : {1024, 2048, 4096, 16384, 65536}) {
     const std::array<std::int64_t, 2> shape{length, 4096};
     const PlanInfo p = plan(Op::softmax, shape, DType::f32, {.axis = 0});

@@ -365,22 +365,22 @@ HWY_INLINE ExpSum RExp(const Exp& exp_of, const T* x, float* e, std::size_t n, b
 template <class T>
 ExpSum RSumExp(const T* x, std::size_t n, float m, const InverseTemperature& inv, bool count_at_max, bool backward,
                const Ahead<T>& ahead) {
-  if constexpr (std::is_same_v<T, bfloat16>) {
-    if (FoldsMax(m, inv)) {
-      return WithFoldedExp<T, ExpRange::times_2_64>(m, [&](const auto exp_of) {
-        ExpSum sum = count_at_max ? RExp<false, true>(exp_of, x, nullptr, n, backward, ahead)
-                                  : RExp<false, false>(exp_of, x, nullptr, n, backward, ahead);
-        sum.below_max *= 0x1p-64 * (count_at_max ? exp_of.below_max_correction : 1.0);
-        return sum;
-      });
-    }
-  }
-  return WithExp<T>(m, inv, [&](const auto exp_of) {
+  const auto sum_with = [&](const auto exp_of) {
     ExpSum sum = count_at_max ? RExp<false, true>(exp_of, x, nullptr, n, backward, ahead)
                               : RExp<false, false>(exp_of, x, nullptr, n, backward, ahead);
     if (count_at_max) sum.below_max *= exp_of.below_max_correction;  // softmax scales its exps with it as they are
     return sum;
-  });
+  };
+  if constexpr (std::is_same_v<T, bfloat16>) {
+    if (FoldsMax(m, inv)) {
+      return WithFoldedExp<T, ExpRange::times_2_64>(m, [&](const auto exp_of) {
+        ExpSum sum = sum_with(exp_of);
+        sum.below_max *= 0x1p-64;
+        return sum;
+      });
+    }
+  }
+  return WithExp<T>(m, inv, sum_with);
 }
 
 // Only softmax stores exps, and its d needs no exact d - 1.

@@ -448,9 +448,8 @@ inline constexpr float kCancellationBound = std::is_same_v<T, bfloat16> ? 4096.0
 // which fails the first comparison), and 16-bit stores round them without their NaN
 // case.
 template <class T, bool kScaled>
-void LogSoftmaxBackwardFloatLanes(const T* log_y, const T* dy, T* dx, std::size_t n, double sum, double inv_t,
-                                  const NextRow& next, bool stream) {
-  const float sum_f = static_cast<float>(sum);
+void LogSoftmaxBackwardFloatLanes(const T* log_y, const T* dy, T* dx, std::size_t n, double sum, float sum_f,
+                                  double inv_t, float inv_t_f, const NextRow& next, bool stream) {
   // Rounded up, and never 0 unless S is (then p S is 0 exactly), so that |v| >= it
   // fails for v = 0 where the flushed p S might not have been 0.
   const double floor_exact = static_cast<double>(std::numeric_limits<float>::min()) * 0x1p24 * std::abs(sum);
@@ -460,7 +459,7 @@ void LogSoftmaxBackwardFloatLanes(const T* log_y, const T* dy, T* dx, std::size_
   const DF df;
   const std::size_t N = hn::Lanes(df);
   const VF vsum = hn::Set(df, sum_f);
-  const VF scale = hn::Set(df, static_cast<float>(inv_t));
+  const VF scale = hn::Set(df, inv_t_f);
   const VF zero = hn::Zero(df);
   const VF floor = hn::Set(df, flushed_floor);
   const VF abs_sum_over_bound = hn::Set(df, std::abs(sum_f) / kCancellationBound<T>);  // exact: a normal float
@@ -504,9 +503,9 @@ void LogSoftmaxBackwardWrite(const T* log_y, const T* dy, T* dx, std::size_t n, 
   }
   stream = Streams(stream, dx);
   if (inv_t == 1.0) {
-    LogSoftmaxBackwardFloatLanes<T, false>(log_y, dy, dx, n, sum, inv_t, next, stream);
+    LogSoftmaxBackwardFloatLanes<T, false>(log_y, dy, dx, n, sum, sum_f, inv_t, inv_t_f, next, stream);
   } else {
-    LogSoftmaxBackwardFloatLanes<T, true>(log_y, dy, dx, n, sum, inv_t, next, stream);
+    LogSoftmaxBackwardFloatLanes<T, true>(log_y, dy, dx, n, sum, sum_f, inv_t, inv_t_f, next, stream);
   }
 }
 
