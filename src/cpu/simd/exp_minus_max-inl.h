@@ -31,7 +31,6 @@
 #ifndef SMAX_CPU_SIMD_EXP_MINUS_MAX_ONCE
 #define SMAX_CPU_SIMD_EXP_MINUS_MAX_ONCE
 
-#include <bit>
 #include <cmath>
 #include <cstdint>
 
@@ -64,6 +63,57 @@ struct MaxSplit {
     s.delta = static_cast<float>(delta);
     // exp(e) for |e| <= 2^-26 (delta's rounding): 1 + e + e^2 / 2 is exact to double's
     // rounding, without a libm call per row.
+    const double e = static_cast<double>(s.delta) - delta;
+    s.below_max_correction = 1.0 + (e + 0.5 * e * e);
+    return s;
+  }
+};
+
+
+// 2^(i / 32) for i = -32 .. 31, each correctly rounded to float (computed with 60
+// decimal digits): the table of ExpMinusMaxTable. A row with k = 32a + b (0 <= b < 32)
+// looks up 2^((j - b) / 32), the 32 entries from index 32 - b.
+alignas(64) inline constexpr float kPow2Over32[64] = {
+    0x1p-1f,       0x1.059b0ep-1f, 0x1.0b5586p-1f, 0x1.11301ep-1f, 0x1.172b84p-1f, 0x1.1d4874p-1f, 0x1.2387a6p-1f,
+    0x1.29e9ep-1f, 0x1.306fep-1f,  0x1.371a74p-1f, 0x1.3dea64p-1f, 0x1.44e086p-1f, 0x1.4bfdaep-1f, 0x1.5342b6p-1f,
+    0x1.5ab07ep-1f, 0x1.6247ecp-1f, 0x1.6a09e6p-1f, 0x1.71f75ep-1f, 0x1.7a1148p-1f, 0x1.82589ap-1f, 0x1.8ace54p-1f,
+    0x1.93737cp-1f, 0x1.9c4918p-1f, 0x1.a5503cp-1f, 0x1.ae89fap-1f, 0x1.b7f77p-1f,  0x1.c199bep-1f, 0x1.cb720ep-1f,
+    0x1.d5818ep-1f, 0x1.dfc974p-1f, 0x1.ea4afap-1f, 0x1.f50766p-1f, 0x1p+0f,       0x1.059b0ep+0f, 0x1.0b5586p+0f,
+    0x1.11301ep+0f, 0x1.172b84p+0f, 0x1.1d4874p+0f, 0x1.2387a6p+0f, 0x1.29e9ep+0f, 0x1.306fep+0f,  0x1.371a74p+0f,
+    0x1.3dea64p+0f, 0x1.44e086p+0f, 0x1.4bfdaep+0f, 0x1.5342b6p+0f, 0x1.5ab07ep+0f, 0x1.6247ecp+0f, 0x1.6a09e6p+0f,
+    0x1.71f75ep+0f, 0x1.7a1148p+0f, 0x1.82589ap+0f, 0x1.8ace54p+0f, 0x1.93737cp+0f, 0x1.9c4918p+0f, 0x1.a5503cp+0f,
+    0x1.ae89fap+0f, 0x1.b7f77p+0f,  0x1.c199bep+0f, 0x1.cb720ep+0f, 0x1.d5818ep+0f, 0x1.dfc974p+0f, 0x1.ea4afap+0f,
+    0x1.f50766p+0f};
+
+// 1.5 * 2^18: adding it rounds a float of magnitude below 2^17 to a multiple of 1/32.
+inline constexpr float kRoundingShift32 = 393216.0f;
+
+// A row's max as m = k * (kRowLn2Hi + kRowLn2Lo) / 32 + delta, for ExpMinusMaxTable.
+struct TableSplit {
+  float m = 0;
+  float shift_b = 0;  // kRoundingShift32 + b / 32, b = k mod 32
+  float shift_a = 0;  // kRoundingShift32 - a, a = (k - b) / 32
+  int b = 0;
+  float delta = 0;  // rounded from the exact double difference, |delta| <= ln2 / 64
+  double below_max_correction = 1;  // as MaxSplit's
+
+  // (n + k) / 32 * kRowLn2Hi must be exact: |n + k| < 2^15 for every n down to 104
+  // below the max (n >= -4802), so |k| <= 27965.
+  static bool fits(float m) { return std::abs(m) <= 600.0f; }
+
+  static TableSplit of(float m) {
+    TableSplit s;
+    s.m = m;
+    const double k = std::nearbyint(static_cast<double>(m) * (32 * 1.4426950408889634));
+    const auto ki = static_cast<std::int32_t>(k);
+    s.b = static_cast<int>(((ki % 32) + 32) % 32);
+    const std::int32_t a = (ki - s.b) / 32;
+    s.shift_b = kRoundingShift32 + static_cast<float>(s.b) / 32;
+    s.shift_a = kRoundingShift32 - static_cast<float>(a);
+    // k * (hi + lo) / 32 has at most 15 + 33 bits, and m lies within ln2 / 64 of it.
+    const double c = k * (static_cast<double>(kRowLn2Hi) + static_cast<double>(kRowLn2Lo)) / 32;
+    const double delta = static_cast<double>(m) - c;
+    s.delta = static_cast<float>(delta);
     const double e = static_cast<double>(s.delta) - delta;
     s.below_max_correction = 1.0 + (e + 0.5 * e * e);
     return s;
@@ -166,46 +216,53 @@ HWY_INLINE V ExpMinusMax(D d, const MaxSplitLanes<D>& c, V x, V& s) {
 template <ExpRange kRange>
 inline constexpr int kRangeScaleLog2 = kRange == ExpRange::times_2_64 ? 64 : 0;
 
-// ExpPoly's polynomial with every coefficient times 2^e. Its value is exactly
-// ExpPoly(r) * 2^e: a power of two scales each Horner step's exact result and its
-// rounding alike, as long as every step stays in float's normal range, which |e| <=
-// kMaxLog2 keeps (each step is a fused multiply-add whose result lies near a
-// coefficient times 2^e, at least 2^-10 * 2^e). A row takes e = kRangeScaleLog2 - k:
-// vscalefps by n + k, which the reduction forms anyway, then scales to exp(r) 2^(n +
-// kRangeScaleLog2), the same bits as ExpPoly and vscalefps by n + kRangeScaleLog2,
-// with one operation a vector fewer (ExpMinusMaxScaled).
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+// exp(x - m) through a table of 2^(j / 32), AVX-512 only (one vpermt2ps looks up 32
+// entries; vscalefps floors its power itself): with m = k ln2 / 32 + delta (TableSplit),
+//   n = round(32 (x - m) log2(e)),
+//   r = x - (n + k) / 32 * ln2_hi - (n + k) / 32 * ln2_lo - delta,   |r| <= ln2 / 64,
+//   exp(x - m) = 2^floor((n + b) / 32) * 2^((j - b) / 32) * exp(r),  j = (n + b) mod 32,
+// exp(r) = 1 + r + r^2 / 2 + r^3 / 6 (its error r^4 / 24 < 6e-10). The rounding sum t
+// = shift_b + (n + b) / 32 holds j in its low bits (the lookup's index) and gives the
+// power (t - kRoundingShift32) and (n + k) / 32 (t - shift_a) exactly. Against the
+// degree-6 polynomial of ExpMinusMax: the same 14 operations a vector, but four
+// multiply-adds fewer on the chain from x to the result, which is what bounds the exp
+// passes on AMD Zen 5 (one multiply-add fewer there took 0.85 of 7.6 cycles a
+// vector): 6.3 cycles. Error: the table's rounding (half an ulp) and the final one,
+// the result in the same binade as its table entry: 1.05 ulp by this count (the
+// reduction's roundings scale with |r| <= 0.011). At the max n = 0, j = b, the entry
+// is 1 and r rounds to within 2^-25 of 0: exactly 1.
 template <class D>
-struct ScaledExpPoly {
+struct TableLanes {
   using V = hn::Vec<D>;
-  static constexpr int kMaxLog2 = 100;
-  static bool fits(int e) { return e >= -kMaxLog2 && e <= kMaxLog2; }
+  V m, shift_b, shift_a, delta;
+  V table_lo, table_hi;  // 2^((j - b) / 32) for j = 0 .. 15 and 16 .. 31
 
-  V tail[5];
-  V scale;  // 2^e, the two leading coefficients (both 1)
-
-  ScaledExpPoly(D d, int e) {
-    const float power = std::bit_cast<float>(static_cast<std::uint32_t>(127 + e) << 23);  // 2^e, e >= -126
-    for (int i = 0; i < 5; ++i) tail[i] = hn::Set(d, kExpPolyTail[i] * power);
-    scale = hn::Set(d, power);
-  }
-
-  HWY_INLINE V operator()(V r) const {
-    V p = tail[0];
-    for (int i = 1; i < 5; ++i) p = hn::MulAdd(p, r, tail[i]);
-    return hn::MulAdd(hn::MulAdd(p, r, scale), r, scale);
-  }
+  TableLanes(D d, const TableSplit& s)
+      : m(hn::Set(d, s.m)),
+        shift_b(hn::Set(d, s.shift_b)),
+        shift_a(hn::Set(d, s.shift_a)),
+        delta(hn::Set(d, s.delta)),
+        table_lo(hn::LoadU(d, kPow2Over32 + 32 - s.b)),
+        table_hi(hn::LoadU(d, kPow2Over32 + 48 - s.b)) {}
 };
 
-// ExpMinusMax<kRange> on AVX-512 (kHasScalef) with `poly` scaled by 2^(kRangeScaleLog2
-// - k): the same results.
 template <ExpRange kRange, class D, class V = hn::Vec<D>>
-HWY_INLINE V ExpMinusMaxScaled(D d, const MaxSplitLanes<D>& c, const ScaledExpPoly<D>& poly, V x, V& s) {
+HWY_INLINE V ExpMinusMaxTable(D d, const TableLanes<D>& c, V x, V& s) {
   static_assert(kRange != ExpRange::gradual && kHasScalef<V>);
-  V t, n_plus_k;
-  const V r = ReducedMinusMax(d, c, x, s, t, n_plus_k);
+  s = hn::Sub(x, c.m);
+  const V t = hn::MulAdd(s, hn::Set(d, 1.44269502162933349609375f), c.shift_b);  // log2(e)
+  const V power = hn::Sub(t, hn::Set(d, kRoundingShift32 - static_cast<float>(kRangeScaleLog2<kRange>)));
+  const V n_plus_k = hn::Sub(t, c.shift_a);  // (n + k) / 32
+  V r = hn::NegMulAdd(n_plus_k, hn::Set(d, kRowLn2Hi), x);
+  r = hn::Sub(hn::NegMulAdd(n_plus_k, hn::Set(d, kRowLn2Lo), r), c.delta);
+  const V entry{_mm512_permutex2var_ps(c.table_lo.raw, _mm512_castps_si512(t.raw), c.table_hi.raw)};
+  const V q = hn::MulAdd(hn::MulAdd(r, hn::Set(d, 1.0f / 6), hn::Set(d, 0.5f)), r, hn::Set(d, 1.0f));
+  const V e = hn::MulAdd(hn::Mul(entry, r), q, entry);  // entry * exp(r)
   const float cutoff = kRange == ExpRange::flush ? kExpCutoff : -104.0f;
-  return ScalefWhereNotBelow(poly(r), n_plus_k, s, hn::Set(d, cutoff));
+  return ScalefWhereNotBelow(e, power, s, hn::Set(d, cutoff));
 }
+#endif
 
 }  // namespace smax::cpu::simd::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();

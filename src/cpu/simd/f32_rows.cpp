@@ -73,48 +73,45 @@ struct ExactArgumentExp {
 // FoldedMaxExp: x - m folded into the exp's range reduction (exp_minus_max-inl.h),
 // 6 operations a vector fewer. T == 1, MaxSplit::fits(m), and targets with FMA: the
 // reduction's (n + k) * ln2_lo must not round, and n + k can be large (FoldsMax).
-// kRange: bf16 keeps float's subnormals (see ExpFor). kScaledPoly: the polynomial
-// scaled for the row's k (ExpMinusMaxScaled; AVX-512 only, through WithFoldedExp).
-template <class T, ExpRange kRange = std::is_same_v<T, bfloat16> ? ExpRange::gradual : ExpRange::flush,
-          bool kScaledPoly = false>
+// kRange: bf16 keeps float's subnormals (see ExpFor).
+template <class T, ExpRange kRange = std::is_same_v<T, bfloat16> ? ExpRange::gradual : ExpRange::flush>
 struct FoldedMaxExp {
-  struct NoPoly {
-    NoPoly(DF, int) {}
-  };
   MaxSplitLanes<DF> c;
-  std::conditional_t<kScaledPoly, ScaledExpPoly<DF>, NoPoly> poly;
   // Multiplies a sum of the terms below the max (MaxSplit): the log ops' d - 1 and
   // cross-entropy's gradient p - a cancel, so a bias common to the row must not stay.
   double below_max_correction;
-  FoldedMaxExp(DF d, const MaxSplit& split)
-      : c(d, split),
-        poly(d, kRangeScaleLog2<kRange> - static_cast<int>(split.k)),
-        below_max_correction(split.below_max_correction) {}
-  HWY_INLINE VF operator()(DF d, VF x, VF& z) const {
-    if constexpr (kScaledPoly) {
-      return ExpMinusMaxScaled<kRange>(d, c, poly, x, z);
-    } else {
-      return ExpMinusMax<kRange>(d, c, x, z);
-    }
-  }
+  FoldedMaxExp(DF d, const MaxSplit& split) : c(d, split), below_max_correction(split.below_max_correction) {}
+  HWY_INLINE VF operator()(DF d, VF x, VF& z) const { return ExpMinusMax<kRange>(d, c, x, z); }
 };
+
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+// The same through the table of 2^(j / 32) (ExpMinusMaxTable): AVX-512, the flush and
+// 2^64 forms, TableSplit::fits(m).
+template <class T, ExpRange kRange>
+struct TableMaxExp {
+  TableLanes<DF> c;
+  double below_max_correction;  // as FoldedMaxExp's
+  TableMaxExp(DF d, const TableSplit& split) : c(d, split), below_max_correction(split.below_max_correction) {}
+  HWY_INLINE VF operator()(DF d, VF x, VF& z) const { return ExpMinusMaxTable<kRange>(d, c, x, z); }
+};
+#endif
 
 HWY_INLINE bool FoldsMax(float m, const InverseTemperature& inv) {
   return HWY_NATIVE_FMA && inv.unit && MaxSplit::fits(m);
 }
 
-// Calls f with FoldedMaxExp<T, kRange> for a row with max m (FoldsMax), the scaled
-// polynomial's form where the target and the row's k allow it.
+// Calls f with the folded exp for a row with max m (FoldsMax): the table's form where
+// the target, the form and m allow it (and `table`), else FoldedMaxExp<T, kRange>.
 template <class T, ExpRange kRange, class F>
-HWY_INLINE auto WithFoldedExp(float m, F&& f) {
+HWY_INLINE auto WithFoldedExp(float m, F&& f, bool table = true) {
   const DF d;
-  const MaxSplit split = MaxSplit::of(m);
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
   if constexpr (kRange != ExpRange::gradual && kHasScalef<VF>) {
-    if (ScaledExpPoly<DF>::fits(kRangeScaleLog2<kRange> - static_cast<int>(split.k))) {
-      return f(FoldedMaxExp<T, kRange, true>(d, split));
-    }
+    if (table && TableSplit::fits(m)) return f(TableMaxExp<T, kRange>(d, TableSplit::of(m)));
   }
-  return f(FoldedMaxExp<T, kRange>(d, split));
+#endif
+  (void)table;
+  return f(FoldedMaxExp<T, kRange>(d, MaxSplit::of(m)));
 }
 
 // Calls f with the exp functor for a row with finite max m. f takes it by value: a
@@ -743,8 +740,7 @@ void ExpArray(const float* z, const float* z_lo, float* y, std::size_t n) {
       });
 }
 
-bool ExpMinusMaxArray(const float* x, float* y, std::size_t n, float m, ExpMinusMaxForm form,
-                      bool scaled_polynomial) {
+bool ExpMinusMaxArray(const float* x, float* y, std::size_t n, float m, ExpMinusMaxForm form, bool table) {
   const DF d;
   auto run = [&](const auto exp_of) {
     Map(d, x, y, n, false, [&](VF v) {
@@ -758,11 +754,7 @@ bool ExpMinusMaxArray(const float* x, float* y, std::size_t n, float m, ExpMinus
     if (form == ExpMinusMaxForm::times_2_64) return false;
     return form == ExpMinusMaxForm::gradual ? WithExp<bfloat16>(m, unit, run) : WithExp<float>(m, unit, run);
   }
-  const auto folded = [&](auto range) {
-    constexpr ExpRange kRange = decltype(range)::value;
-    if (scaled_polynomial) return WithFoldedExp<float, kRange>(m, run);
-    return run(FoldedMaxExp<float, kRange>(d, MaxSplit::of(m)));
-  };
+  const auto folded = [&](auto range) { return WithFoldedExp<float, decltype(range)::value>(m, run, table); };
   switch (form) {
     case ExpMinusMaxForm::flush:
       return folded(std::integral_constant<ExpRange, ExpRange::flush>());
@@ -872,8 +864,8 @@ void f32_exp_flush(const float* z, const float* z_lo, float* y, std::size_t n) {
 }
 
 bool f32_exp_minus_max(const float* x, float* y, std::size_t n, float m, ExpMinusMaxForm form,
-                       bool scaled_polynomial) {
-  return HWY_DYNAMIC_DISPATCH(ExpMinusMaxArray)(x, y, n, m, form, scaled_polynomial);
+                       bool table) {
+  return HWY_DYNAMIC_DISPATCH(ExpMinusMaxArray)(x, y, n, m, form, table);
 }
 
 void f32_convert(const half* x, float* wide, half* y, std::size_t n) {

@@ -117,11 +117,10 @@ void f32_exp_flush(const float* z, const float* z_lo, float* y, std::size_t n);
 enum class ExpMinusMaxForm { flush, gradual, times_2_64 };
 
 // y[i] = exp(x[i] - m) (x[i] <= m, m finite) by the row kernels' exp for unit
-// temperature, in `form`; with scaled_polynomial false, never by the scaled
-// polynomial (ExpMinusMaxScaled). Returns false, writing nothing, for times_2_64 where
+// temperature, in `form`; with `table` false, never through the table of 2^(j / 32)
+// (ExpMinusMaxTable, AVX-512). Returns false, writing nothing, for times_2_64 where
 // the target or m leave the rows without it (FoldsMax). For tests.
-bool f32_exp_minus_max(const float* x, float* y, std::size_t n, float m, ExpMinusMaxForm form,
-                       bool scaled_polynomial = true);
+bool f32_exp_minus_max(const float* x, float* y, std::size_t n, float m, ExpMinusMaxForm form, bool table = true);
 
 // x converted to float and back, through the kernels' loads and stores; for tests.
 void f32_convert(const half* x, float* wide, half* y, std::size_t n);
