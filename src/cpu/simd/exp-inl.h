@@ -26,6 +26,39 @@
 // the minimax relative error on [-0.35, 0.35] with the first two terms fixed at 1,
 // then rounded to float): the approximation error is 4.7e-9, far below float's 6e-8.
 
+#ifndef SMAX_CPU_SIMD_EXP_ONCE
+#define SMAX_CPU_SIMD_EXP_ONCE
+// The first part, once per translation unit: constants of the table forms.
+namespace smax::cpu::simd {
+
+// ln2 = kRowLn2Hi + kRowLn2Lo + 1.6e-12; kRowLn2Hi has 9 significant bits, so that
+// its products with the reductions' multiples of ln2 (or ln2 / 32) stay exact.
+inline constexpr float kRowLn2Hi = 0x1.63p-1f;
+inline constexpr float kRowLn2Lo = -0x1.bd0106p-13f;
+
+// 2^(i / 32) for i = -32 .. 31, each correctly rounded to float (computed with 60
+// decimal digits): the table of the AVX-512 exps. ExpFlush looks up 2^(j / 32), the 32
+// entries from index 32; a row of ExpMinusMaxTable with k = 32a + b (0 <= b < 32)
+// 2^((j - b) / 32), those from index 32 - b.
+alignas(64) inline constexpr float kPow2Over32[64] = {
+    0x1p-1f,       0x1.059b0ep-1f, 0x1.0b5586p-1f, 0x1.11301ep-1f, 0x1.172b84p-1f, 0x1.1d4874p-1f, 0x1.2387a6p-1f,
+    0x1.29e9ep-1f, 0x1.306fep-1f,  0x1.371a74p-1f, 0x1.3dea64p-1f, 0x1.44e086p-1f, 0x1.4bfdaep-1f, 0x1.5342b6p-1f,
+    0x1.5ab07ep-1f, 0x1.6247ecp-1f, 0x1.6a09e6p-1f, 0x1.71f75ep-1f, 0x1.7a1148p-1f, 0x1.82589ap-1f, 0x1.8ace54p-1f,
+    0x1.93737cp-1f, 0x1.9c4918p-1f, 0x1.a5503cp-1f, 0x1.ae89fap-1f, 0x1.b7f77p-1f,  0x1.c199bep-1f, 0x1.cb720ep-1f,
+    0x1.d5818ep-1f, 0x1.dfc974p-1f, 0x1.ea4afap-1f, 0x1.f50766p-1f, 0x1p+0f,       0x1.059b0ep+0f, 0x1.0b5586p+0f,
+    0x1.11301ep+0f, 0x1.172b84p+0f, 0x1.1d4874p+0f, 0x1.2387a6p+0f, 0x1.29e9ep+0f, 0x1.306fep+0f,  0x1.371a74p+0f,
+    0x1.3dea64p+0f, 0x1.44e086p+0f, 0x1.4bfdaep+0f, 0x1.5342b6p+0f, 0x1.5ab07ep+0f, 0x1.6247ecp+0f, 0x1.6a09e6p+0f,
+    0x1.71f75ep+0f, 0x1.7a1148p+0f, 0x1.82589ap+0f, 0x1.8ace54p+0f, 0x1.93737cp+0f, 0x1.9c4918p+0f, 0x1.a5503cp+0f,
+    0x1.ae89fap+0f, 0x1.b7f77p+0f,  0x1.c199bep+0f, 0x1.cb720ep+0f, 0x1.d5818ep+0f, 0x1.dfc974p+0f, 0x1.ea4afap+0f,
+    0x1.f50766p+0f};
+
+// 1.5 * 2^18: adding it rounds a float of magnitude below 2^17 to a multiple of 1/32;
+// the sum's low bits hold 32 times that multiple, whose last five bits index a table.
+inline constexpr float kRoundingShift32 = 393216.0f;
+
+}  // namespace smax::cpu::simd
+#endif  // SMAX_CPU_SIMD_EXP_ONCE
+
 #if defined(SMAX_CPU_SIMD_EXP_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef SMAX_CPU_SIMD_EXP_INL_H_
 #undef SMAX_CPU_SIMD_EXP_INL_H_
@@ -118,6 +151,24 @@ template <class V>
 HWY_INLINE V ScalefWhereNotBelow(V p, V n, V z, V cutoff) {
   return V{_mm512_maskz_scalef_ps(_mm512_cmp_ps_mask(z.raw, cutoff.raw, _CMP_NLT_UQ), p.raw, n.raw)};
 }
+
+// The table forms (AVX-512: one vpermt2ps looks up 32 entries, and vscalefps floors
+// its power itself): exp(z) = 2^floor(n / 32) * 2^((n mod 32) / 32) * exp(r) with n =
+// round(32 z log2(e)), |r| <= ln2 / 64, so exp(r) = 1 + r + r^2 / 2 + r^3 / 6 (its error
+// r^4 / 24 < 6e-10). Against the degree-6 polynomial: as many operations, but four
+// multiply-adds fewer on the chain from z to the result, which is what bounds an exp
+// pass on AMD Zen 5 (one multiply-add fewer there saved 0.85 of 7.6 cycles a vector).
+// The error is the entry's rounding (half an ulp) and the final one, the result lying
+// in its entry's binade: 1.05 ulp by this count, the reduction's roundings scaling
+// with |r| <= 0.011.
+
+// entry * exp(r), entry = table[t's low five bits] (of the 32 in table_lo, table_hi).
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE V TableEntryTimesExp(D d, V table_lo, V table_hi, V t, V r) {
+  const V entry{_mm512_permutex2var_ps(table_lo.raw, _mm512_castps_si512(t.raw), table_hi.raw)};
+  const V q = hn::MulAdd(hn::MulAdd(r, hn::Set(d, 1.0f / 6), hn::Set(d, 0.5f)), r, hn::Set(d, 1.0f));
+  return hn::MulAdd(hn::Mul(entry, r), q, entry);
+}
 #else
 template <class V>
 inline constexpr bool kHasScalef = false;
@@ -130,12 +181,18 @@ HWY_INLINE V ScalefWhereNotBelow(V p, V, V, V) {
 
 template <class D, class V = hn::Vec<D>, class Lo = V>
 HWY_INLINE V ExpFlush(D d, V z, Lo z_lo) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
   if constexpr (kHasScalef<V>) {
-    // No clamp: lanes far below the cutoff (or -inf) give anything, and are zeroed.
-    const V n = hn::Sub(hn::MulAdd(z, hn::Set(d, 1.44269502162933349609375f), hn::Set(d, kRoundingShift)),
-                        hn::Set(d, kRoundingShift));
-    return ScalefWhereNotBelow(ExpPoly(d, Reduced(d, z, z_lo, n)), n, z, hn::Set(d, kExpCutoff));
+    // The table form: u = n / 32 (|n| <= 4032 on the domain), u * kRowLn2Hi exact. No
+    // clamp: lanes far below the cutoff (or -inf) give anything, and are zeroed.
+    const V t = hn::MulAdd(z, hn::Set(d, 1.44269502162933349609375f), hn::Set(d, kRoundingShift32));  // log2(e)
+    const V u = hn::Sub(t, hn::Set(d, kRoundingShift32));
+    V r = hn::NegMulAdd(u, hn::Set(d, kRowLn2Lo), hn::NegMulAdd(u, hn::Set(d, kRowLn2Hi), z));
+    if constexpr (!std::is_same_v<Lo, NoLowPart>) r = hn::Add(r, z_lo);
+    const V e = TableEntryTimesExp(d, hn::LoadU(d, kPow2Over32 + 32), hn::LoadU(d, kPow2Over32 + 48), t, r);
+    return ScalefWhereNotBelow(e, u, z, hn::Set(d, kExpCutoff));
   }
+#endif
   const hn::RebindToUnsigned<D> du;
   // Clamping keeps n >= -127, so n + 127 fits the exponent field; the lanes below
   // the cutoff are zeroed at the end anyway.

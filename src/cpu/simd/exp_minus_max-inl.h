@@ -34,11 +34,9 @@
 #include <cmath>
 #include <cstdint>
 
-namespace smax::cpu::simd {
+#include "cpu/simd/exp-inl.h"  // its first part: kRowLn2Hi, kRowLn2Lo, kPow2Over32
 
-// ln2 = kRowLn2Hi + kRowLn2Lo + 1.6e-12; kRowLn2Hi has 9 significant bits.
-inline constexpr float kRowLn2Hi = 0x1.63p-1f;
-inline constexpr float kRowLn2Lo = -0x1.bd0106p-13f;
+namespace smax::cpu::simd {
 
 // A row's max as m = k * (kRowLn2Hi + kRowLn2Lo) + delta.
 struct MaxSplit {
@@ -69,24 +67,6 @@ struct MaxSplit {
   }
 };
 
-
-// 2^(i / 32) for i = -32 .. 31, each correctly rounded to float (computed with 60
-// decimal digits): the table of ExpMinusMaxTable. A row with k = 32a + b (0 <= b < 32)
-// looks up 2^((j - b) / 32), the 32 entries from index 32 - b.
-alignas(64) inline constexpr float kPow2Over32[64] = {
-    0x1p-1f,       0x1.059b0ep-1f, 0x1.0b5586p-1f, 0x1.11301ep-1f, 0x1.172b84p-1f, 0x1.1d4874p-1f, 0x1.2387a6p-1f,
-    0x1.29e9ep-1f, 0x1.306fep-1f,  0x1.371a74p-1f, 0x1.3dea64p-1f, 0x1.44e086p-1f, 0x1.4bfdaep-1f, 0x1.5342b6p-1f,
-    0x1.5ab07ep-1f, 0x1.6247ecp-1f, 0x1.6a09e6p-1f, 0x1.71f75ep-1f, 0x1.7a1148p-1f, 0x1.82589ap-1f, 0x1.8ace54p-1f,
-    0x1.93737cp-1f, 0x1.9c4918p-1f, 0x1.a5503cp-1f, 0x1.ae89fap-1f, 0x1.b7f77p-1f,  0x1.c199bep-1f, 0x1.cb720ep-1f,
-    0x1.d5818ep-1f, 0x1.dfc974p-1f, 0x1.ea4afap-1f, 0x1.f50766p-1f, 0x1p+0f,       0x1.059b0ep+0f, 0x1.0b5586p+0f,
-    0x1.11301ep+0f, 0x1.172b84p+0f, 0x1.1d4874p+0f, 0x1.2387a6p+0f, 0x1.29e9ep+0f, 0x1.306fep+0f,  0x1.371a74p+0f,
-    0x1.3dea64p+0f, 0x1.44e086p+0f, 0x1.4bfdaep+0f, 0x1.5342b6p+0f, 0x1.5ab07ep+0f, 0x1.6247ecp+0f, 0x1.6a09e6p+0f,
-    0x1.71f75ep+0f, 0x1.7a1148p+0f, 0x1.82589ap+0f, 0x1.8ace54p+0f, 0x1.93737cp+0f, 0x1.9c4918p+0f, 0x1.a5503cp+0f,
-    0x1.ae89fap+0f, 0x1.b7f77p+0f,  0x1.c199bep+0f, 0x1.cb720ep+0f, 0x1.d5818ep+0f, 0x1.dfc974p+0f, 0x1.ea4afap+0f,
-    0x1.f50766p+0f};
-
-// 1.5 * 2^18: adding it rounds a float of magnitude below 2^17 to a multiple of 1/32.
-inline constexpr float kRoundingShift32 = 393216.0f;
 
 // A row's max as m = k * (kRowLn2Hi + kRowLn2Lo) / 32 + delta, for ExpMinusMaxTable.
 struct TableSplit {
@@ -217,21 +197,17 @@ template <ExpRange kRange>
 inline constexpr int kRangeScaleLog2 = kRange == ExpRange::times_2_64 ? 64 : 0;
 
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-// exp(x - m) through a table of 2^(j / 32), AVX-512 only (one vpermt2ps looks up 32
-// entries; vscalefps floors its power itself): with m = k ln2 / 32 + delta (TableSplit),
+// exp(x - m) through the table of 2^(j / 32) (exp-inl.h's table forms): with m = k ln2
+// / 32 + delta (TableSplit),
 //   n = round(32 (x - m) log2(e)),
 //   r = x - (n + k) / 32 * ln2_hi - (n + k) / 32 * ln2_lo - delta,   |r| <= ln2 / 64,
-//   exp(x - m) = 2^floor((n + b) / 32) * 2^((j - b) / 32) * exp(r),  j = (n + b) mod 32,
-// exp(r) = 1 + r + r^2 / 2 + r^3 / 6 (its error r^4 / 24 < 6e-10). The rounding sum t
-// = shift_b + (n + b) / 32 holds j in its low bits (the lookup's index) and gives the
-// power (t - kRoundingShift32) and (n + k) / 32 (t - shift_a) exactly. Against the
-// degree-6 polynomial of ExpMinusMax: the same 14 operations a vector, but four
-// multiply-adds fewer on the chain from x to the result, which is what bounds the exp
-// passes on AMD Zen 5 (one multiply-add fewer there took 0.85 of 7.6 cycles a
-// vector): 6.3 cycles. Error: the table's rounding (half an ulp) and the final one,
-// the result in the same binade as its table entry: 1.05 ulp by this count (the
-// reduction's roundings scale with |r| <= 0.011). At the max n = 0, j = b, the entry
-// is 1 and r rounds to within 2^-25 of 0: exactly 1.
+//   exp(x - m) = 2^floor((n + b) / 32) * 2^((j - b) / 32) * exp(r),  j = (n + b) mod 32.
+// The rounding sum t = shift_b + (n + b) / 32 holds j in its low bits (the lookup's
+// index) and gives the power (t - kRoundingShift32) and (n + k) / 32 (t - shift_a)
+// exactly: 14 operations a vector, as ExpMinusMax, 6.3 cycles against 7.6 on Zen 5
+// (a scratch loop over 4096 floats in L1). 1.01 ulp measured
+// (tests/unit/simd_exp_minus_max_test.cpp). At the max n = 0, j = b, the entry is 1
+// and r rounds to within 2^-25 of 0: exactly 1.
 template <class D>
 struct TableLanes {
   using V = hn::Vec<D>;
@@ -256,11 +232,8 @@ HWY_INLINE V ExpMinusMaxTable(D d, const TableLanes<D>& c, V x, V& s) {
   const V n_plus_k = hn::Sub(t, c.shift_a);  // (n + k) / 32
   V r = hn::NegMulAdd(n_plus_k, hn::Set(d, kRowLn2Hi), x);
   r = hn::Sub(hn::NegMulAdd(n_plus_k, hn::Set(d, kRowLn2Lo), r), c.delta);
-  const V entry{_mm512_permutex2var_ps(c.table_lo.raw, _mm512_castps_si512(t.raw), c.table_hi.raw)};
-  const V q = hn::MulAdd(hn::MulAdd(r, hn::Set(d, 1.0f / 6), hn::Set(d, 0.5f)), r, hn::Set(d, 1.0f));
-  const V e = hn::MulAdd(hn::Mul(entry, r), q, entry);  // entry * exp(r)
   const float cutoff = kRange == ExpRange::flush ? kExpCutoff : -104.0f;
-  return ScalefWhereNotBelow(e, power, s, hn::Set(d, cutoff));
+  return ScalefWhereNotBelow(TableEntryTimesExp(d, c.table_lo, c.table_hi, t, r), power, s, hn::Set(d, cutoff));
 }
 #endif
 
