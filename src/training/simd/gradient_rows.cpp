@@ -658,13 +658,23 @@ HWY_INLINE BlockExpSum StoreScaledExps(const T* x, float* e, std::size_t n, floa
 }
 
 // With FMA and a block max within MaxSplit's range, exp_minus_max-inl.h's exp: x - m_b
-// folded into the reduction (no TwoSum), vscalefps on AVX-512, about two thirds of
-// the operations of the general form (exp-inl.h's with the argument's rounding
-// error).
+// folded into the reduction (no TwoSum; on AVX-512 through the table of 2^(j / 32)
+// where TableSplit allows), about two thirds of the operations of the general form
+// (exp-inl.h's with the argument's rounding error).
 template <class T>
 BlockExpSum StoreExps(const T* x, float* e, std::size_t n, float block_max) {
   const DF df;
   if constexpr (HWY_NATIVE_FMA) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+    if (cs::kHasScalef<VF> && cpu::simd::TableSplit::fits(block_max)) {
+      const cpu::simd::TableSplit split = cpu::simd::TableSplit::of(block_max);
+      const cs::TableLanes<DF> lanes(df, split);
+      return StoreScaledExps(x, e, n, block_max, [=](VF vx) SMAX_INLINE_LAMBDA {
+        VF s;
+        return cs::ExpMinusMaxTable<cs::ExpRange::times_2_64>(df, lanes, vx, s);
+      }, split.below_max_correction);
+    }
+#endif
     if (cpu::simd::MaxSplit::fits(block_max)) {
       const cpu::simd::MaxSplit split = cpu::simd::MaxSplit::of(block_max);
       const cs::MaxSplitLanes<DF> lanes(df, split);
