@@ -69,18 +69,36 @@ void split_row(const Row<T>& row, const RowParams& p) {
   };
 
   std::vector<Stats<C>> partial(static_cast<std::size_t>(chunks));
+  // What each chunk's stored exps are taken against (fused over chunks): its max, or
+  // the guess that let its exp pass find the max itself.
+  std::vector<double> reference(store_exps ? static_cast<std::size_t>(chunks) : 0);
   for_each_share(chunks, p.row_threads, [&](Share share, auto&& sync) {
     // Pass 1: each chunk's (max, sum).
     for (std::int64_t c = share.begin; c < share.end; ++c) {
       Stats<C>& s = partial[static_cast<std::size_t>(c)];
+      const simd::Ahead<T> next = c + 1 < share.end ? ahead(c + 1, store_exps) : simd::Ahead<T>{};
+      if constexpr (std::is_same_v<T, float>) {
+        if (store_exps) {
+          const auto n = static_cast<std::size_t>(end(c) - begin(c));
+          const simd::GuessedExpSum guessed =
+              simd::f32_rstore_exp_from_guess(row.x + begin(c), row.y + begin(c), n, p.inv_t, next);
+          if (guessed.ok) {
+            // d against the chunk's max: the sum times exp((g - m) / T), in double.
+            s.m = guessed.m;
+            s.d.add(guessed.sum.below_max * std::exp((static_cast<double>(guessed.g) - guessed.m) * p.inv_t));
+            reference[static_cast<std::size_t>(c)] = guessed.g;
+            continue;
+          }
+        }
+      }
       s.m = max_pass(row.x, row.x_stride, begin(c), end(c), -std::numeric_limits<C>::infinity());
       if (!std::isfinite(s.m)) continue;
-      const simd::Ahead<T> next = c + 1 < share.end ? ahead(c + 1, store_exps) : simd::Ahead<T>{};
       if constexpr (std::is_same_v<T, float>) {
         if (store_exps) {
           const auto n = static_cast<std::size_t>(end(c) - begin(c));
           add_exp_sum(s.d, simd::f32_rstore_exp_minus_max(row.x + begin(c), row.y + begin(c), n,
                                                           static_cast<float>(s.m), p.inv_t, next));
+          reference[static_cast<std::size_t>(c)] = s.m;
           continue;
         }
       }
@@ -121,7 +139,9 @@ void split_row(const Row<T>& row, const RowParams& p) {
             const double m_c = partial[static_cast<std::size_t>(c)].m;
             const double factor = m_c == -std::numeric_limits<double>::infinity()
                                       ? 0.0
-                                      : std::exp((m_c - static_cast<double>(f.m)) * p.inv_t) * static_cast<double>(f.scale);
+                                      : std::exp((reference[static_cast<std::size_t>(c)] - static_cast<double>(f.m)) *
+                                                 p.inv_t) *
+                                            static_cast<double>(f.scale);
             float* y = row.y + begin(c);
             const auto n = static_cast<std::size_t>(end(c) - begin(c));
             if (factor == 0.0) {

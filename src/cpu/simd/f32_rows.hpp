@@ -66,6 +66,20 @@ ExpSum f32_rstore_exp_minus_max(const half* x, float* e, std::size_t n, float m,
 ExpSum f32_rstore_exp_minus_max(const bfloat16* x, float* e, std::size_t n, float m, double inv_t,
                                 const Ahead<bfloat16>& ahead = {});
 
+// The fused chunks' passes without a max pass: e[i] = exp((x[i] - g) * inv_t) with g
+// the max of a first stretch of x, the sum of the e[i], and m = max(x[0..n)) found
+// beside them. ok is false where that cannot stand (a NaN or an infinity in x, or m
+// too far above g); e then holds anything, and the caller takes the max pass and
+// f32_rstore_exp_minus_max.
+struct GuessedExpSum {
+  bool ok = false;
+  float g = 0;
+  float m = 0;
+  ExpSum sum;
+};
+GuessedExpSum f32_rstore_exp_from_guess(const float* x, float* e, std::size_t n, double inv_t,
+                                        const Ahead<float>& ahead = {});
+
 // The whole softmax of contiguous rows [0, rows) at the given row strides (elements),
 // in one call: rows of up to 16 vectors (256 floats with AVX-512, 128 with AVX2) are
 // held in registers (each element read once and written once); longer ones take the
