@@ -100,6 +100,51 @@ TEST_F(FusedOverChunks, GiveIdenticalBitsOnAnyThreadCountAndMeetTheBar) {
   }
 }
 
+// Each chunk's exp pass takes its exps against the max of the chunk's first 256
+// elements and finds the chunk's max beside them (f32_rstore_exp_from_guess). Rows
+// whose max lies later and higher: within the headroom (exps up to e^64 stored) and
+// beyond it, with a temperature that moves the bound, and rows with a NaN or +inf
+// after the first stretch, or a first stretch of -inf, which take the max pass, and
+// a row whose scale factor would be subnormal without the headroom.
+TEST_F(FusedOverChunks, MaxesFoundBesideTheExpsMeetTheBar) {
+  const std::int64_t n = 40001;
+  const double rises[] = {0.0, 10.0, 50.0, 63.5, 64.5, 80.0, 86.0, 100.0, 1000.0};
+  const std::int64_t rows = std::size(rises) + 4;
+  const std::vector<std::int64_t> shape{rows, n};
+  TestTensor x(DType::f32, shape);
+  fill_normal(x, rng(), Distribution{-3.0, 1.0});
+  for (std::size_t r = 0; r < std::size(rises); ++r) {
+    // Beyond the first 256 elements of the first chunk, and in the second chunk.
+    x.set_at(static_cast<std::int64_t>(r) * n + 300, 2.0 + rises[r]);
+    x.set_at(static_cast<std::int64_t>(r) * n + 16384 + 9000, 1.0 + rises[r]);
+  }
+  const std::int64_t last = static_cast<std::int64_t>(std::size(rises));
+  x.set_at(last * n + 17000, NAN);
+  x.set_at((last + 1) * n + 500, INFINITY);
+  for (std::int64_t i = 0; i < 256; ++i) x.set_at((last + 2) * n + i, -INFINITY);
+  // 15000 elements 82.5 above the guess: every block of their exps fits in float, but
+  // the chunk's scale factor 1 / sum of them (1e-40) would be subnormal, four bits
+  // short, where the headroom sends the row to the max pass.
+  for (std::int64_t i = 0; i < 256; ++i) x.set_at((last + 3) * n + i, 0.0);
+  for (std::int64_t i = 1000; i < 16000; ++i) x.set_at((last + 3) * n + i, 82.5);
+  for (double temperature : {1.0, 0.5}) {
+    Options options;
+    options.temperature = temperature;
+    SCOPED_TRACE("T=" + std::to_string(temperature));
+    options.threads = 1;
+    const PlanInfo p = plan(Op::softmax, shape, DType::f32, options);
+    if (p.algorithm != Algorithm::fused || p.chunk_length == 0) GTEST_SKIP() << "not fused over chunks here: " << p.reason;
+    std::vector<TestTensor> outputs;
+    for (int threads : {1, 2, 3}) {
+      options.threads = threads;
+      outputs.push_back(make_output(Op::softmax, x, options, Layout::contiguous));
+      run_op(Op::softmax, x.view(), outputs.back().mutable_view(), options);
+    }
+    for (std::size_t i = 1; i < outputs.size(); ++i) EXPECT_TRUE(bitwise_equal(outputs[0], outputs[i])) << "run " << i;
+    EXPECT_TRUE(matches_reference(Op::softmax, outputs[0], reference_nd(Op::softmax, x, options)));
+  }
+}
+
 // A non-last axis runs as column panels (execute.cpp), split over threads by
 // (outer index, panel); a panel's bits do not depend on the thread that runs it.
 // [7, 300, 60] along axis 1: one panel per outer index; [40, 30000] along axis 0: one
