@@ -91,6 +91,18 @@ void split_row(const Row<T>& row, const RowParams& p) {
           }
         }
       }
+      if constexpr (kSimdRows<T>) {
+        if (p.op == Op::softmax && !store_exps && row.x_stride == 1) {
+          // The same for the sum alone: softmax's d needs no exact d - 1.
+          const auto n = static_cast<std::size_t>(end(c) - begin(c));
+          const simd::GuessedExpSum guessed = simd::f32_rsum_exp_from_guess(row.x + begin(c), n, p.inv_t, next);
+          if (guessed.ok) {
+            s.m = static_cast<C>(guessed.m);
+            s.d.add(guessed.sum.below_max * std::exp((static_cast<double>(guessed.g) - guessed.m) * p.inv_t));
+            continue;
+          }
+        }
+      }
       s.m = max_pass(row.x, row.x_stride, begin(c), end(c), -std::numeric_limits<C>::infinity());
       if (!std::isfinite(s.m)) continue;
       if constexpr (std::is_same_v<T, float>) {

@@ -397,19 +397,55 @@ ExpSum RStoreExp(const T* x, float* e, std::size_t n, float m, const InverseTemp
 inline constexpr std::size_t kGuessLength = 256;
 inline constexpr double kGuessHeadroom = 64;
 
-GuessedExpSum RStoreExpFromGuess(const float* x, float* e, std::size_t n, const InverseTemperature& inv,
-                                 const Ahead<float>& ahead) {
+// The exp pass with e (kStore) or the sum alone, against the guess, the max beside.
+template <bool kStore, class T>
+GuessedExpSum ExpsFromGuess(const T* x, float* e, std::size_t n, const InverseTemperature& inv,
+                            const Ahead<T>& ahead) {
   GuessedExpSum r;
   if (n == 0) return r;
   const float g = RMax(x, std::min(n, kGuessLength));
   if (!std::isfinite(g)) return r;
-  MaxLanes<float, 2> max;
-  r.sum = RStoreExp(x, e, n, g, inv, ahead, [&](std::size_t i, std::size_t count) { max.Add(x + i, count); });
+  MaxLanes<T, 2> max;
+  const auto beside = [&](std::size_t i, std::size_t count) { max.Add(x + i, count); };
+  if constexpr (kStore) {
+    r.sum = RStoreExp(x, e, n, g, inv, ahead, beside);
+  } else if (std::is_same_v<T, bfloat16> && FoldsMax(g, inv)) {
+    // As RSumExp: bf16 sums take the 2^64 form, never subnormal.
+    r.sum = WithFoldedExp<T, ExpRange::times_2_64>(
+        g, [&](const auto exp_of) { return RExp<false, false>(exp_of, x, nullptr, n, false, ahead, beside); });
+    r.sum.below_max *= 0x1p-64;
+  } else {
+    r.sum = WithExp<T>(g, inv, [&](const auto exp_of) {
+      return RExp<false, false>(exp_of, x, nullptr, n, false, ahead, beside);
+    });
+  }
   r.m = max.Result(x, n);
   r.g = g;
   r.ok = std::isfinite(r.m) && std::isfinite(r.sum.below_max) &&
          (static_cast<double>(r.m) - static_cast<double>(g)) * inv.value <= kGuessHeadroom;
   return r;
+}
+
+GuessedExpSum RStoreExpFromGuess(const float* x, float* e, std::size_t n, const InverseTemperature& inv,
+                                 const Ahead<float>& ahead) {
+  return ExpsFromGuess<true>(x, e, n, inv, ahead);
+}
+
+template <class T>
+GuessedExpSum RSumExpFromGuess(const T* x, std::size_t n, const InverseTemperature& inv, const Ahead<T>& ahead) {
+  return ExpsFromGuess<false>(x, static_cast<float*>(nullptr), n, inv, ahead);
+}
+GuessedExpSum RSumExpFromGuessF32(const float* x, std::size_t n, const InverseTemperature& inv,
+                                  const Ahead<float>& ahead) {
+  return RSumExpFromGuess(x, n, inv, ahead);
+}
+GuessedExpSum RSumExpFromGuessF16(const half* x, std::size_t n, const InverseTemperature& inv,
+                                  const Ahead<half>& ahead) {
+  return RSumExpFromGuess(x, n, inv, ahead);
+}
+GuessedExpSum RSumExpFromGuessBF16(const bfloat16* x, std::size_t n, const InverseTemperature& inv,
+                                   const Ahead<bfloat16>& ahead) {
+  return RSumExpFromGuess(x, n, inv, ahead);
 }
 
 // y = f(x) over [0, n), x and y of storage types, one vector at a time.
@@ -883,6 +919,19 @@ HWY_EXPORT(RStoreExpFromGuess);
 GuessedExpSum f32_rstore_exp_from_guess(const float* x, float* e, std::size_t n, double inv_t,
                                         const Ahead<float>& ahead) {
   return HWY_DYNAMIC_DISPATCH(RStoreExpFromGuess)(x, e, n, InverseTemperature::of(inv_t), ahead);
+}
+HWY_EXPORT(RSumExpFromGuessF32);
+HWY_EXPORT(RSumExpFromGuessF16);
+HWY_EXPORT(RSumExpFromGuessBF16);
+GuessedExpSum f32_rsum_exp_from_guess(const float* x, std::size_t n, double inv_t, const Ahead<float>& ahead) {
+  return HWY_DYNAMIC_DISPATCH(RSumExpFromGuessF32)(x, n, InverseTemperature::of(inv_t), ahead);
+}
+GuessedExpSum f32_rsum_exp_from_guess(const half* x, std::size_t n, double inv_t, const Ahead<half>& ahead) {
+  return HWY_DYNAMIC_DISPATCH(RSumExpFromGuessF16)(x, n, InverseTemperature::of(inv_t), ahead);
+}
+GuessedExpSum f32_rsum_exp_from_guess(const bfloat16* x, std::size_t n, double inv_t,
+                                      const Ahead<bfloat16>& ahead) {
+  return HWY_DYNAMIC_DISPATCH(RSumExpFromGuessBF16)(x, n, InverseTemperature::of(inv_t), ahead);
 }
 
 HWY_EXPORT(ExpArray);

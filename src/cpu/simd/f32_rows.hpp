@@ -79,6 +79,11 @@ struct GuessedExpSum {
 };
 GuessedExpSum f32_rstore_exp_from_guess(const float* x, float* e, std::size_t n, double inv_t,
                                         const Ahead<float>& ahead = {});
+// The same without the exps: their sum (softmax's d, against g) and m.
+GuessedExpSum f32_rsum_exp_from_guess(const float* x, std::size_t n, double inv_t, const Ahead<float>& ahead = {});
+GuessedExpSum f32_rsum_exp_from_guess(const half* x, std::size_t n, double inv_t, const Ahead<half>& ahead = {});
+GuessedExpSum f32_rsum_exp_from_guess(const bfloat16* x, std::size_t n, double inv_t,
+                                      const Ahead<bfloat16>& ahead = {});
 
 // The whole softmax of contiguous rows [0, rows) at the given row strides (elements),
 // in one call: rows of up to 16 vectors (256 floats with AVX-512, 128 with AVX2) are
