@@ -67,7 +67,6 @@ struct MaxSplit {
   }
 };
 
-
 // A row's max as m = k * (kRowLn2Hi + kRowLn2Lo) / 32 + delta, for ExpMinusMaxTable.
 struct TableSplit {
   float m = 0;
@@ -77,8 +76,9 @@ struct TableSplit {
   float delta = 0;  // rounded from the exact double difference, |delta| <= ln2 / 64
   double below_max_correction = 1;  // as MaxSplit's
 
-  // (n + k) / 32 * kRowLn2Hi must be exact: |n + k| < 2^15 for every n down to 104
-  // below the max (n >= -4802), so |k| <= 27965.
+  // (n + k) / 32 * kRowLn2Hi must be exact: |n + k| < 2^15 for every n from 104 below
+  // the max (n >= -4802; m may also be a guess that x exceeds by up to 64, n <=
+  // 2955), so |k| <= 27965.
   static bool fits(float m) { return std::abs(m) <= 600.0f; }
 
   static TableSplit of(float m) {

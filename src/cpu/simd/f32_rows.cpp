@@ -396,6 +396,10 @@ ExpSum RStoreExp(const T* x, float* e, std::size_t n, float m, const InverseTemp
 // infinity anywhere, ok is false.
 inline constexpr std::size_t kGuessLength = 256;
 inline constexpr double kGuessHeadroom = 64;
+// bf16 sums take their exps 2^64 too large: e^40 * 2^64 keeps them below float's
+// range (inf) and, on targets without vscalefps, 2^(n + 64) within the exponent field
+// that ExpMinusMax builds from bits (n + 64 + 127 <= 254), where a larger n would wrap.
+inline constexpr double kGuessHeadroom2Pow64 = 40;
 
 // The exp pass with e (kStore) or the sum alone, against the guess, the max beside.
 template <bool kStore, class T>
@@ -421,8 +425,9 @@ GuessedExpSum ExpsFromGuess(const T* x, float* e, std::size_t n, const InverseTe
   }
   r.m = max.Result(x, n);
   r.g = g;
+  const double headroom = !kStore && std::is_same_v<T, bfloat16> ? kGuessHeadroom2Pow64 : kGuessHeadroom;
   r.ok = std::isfinite(r.m) && std::isfinite(r.sum.below_max) &&
-         (static_cast<double>(r.m) - static_cast<double>(g)) * inv.value <= kGuessHeadroom;
+         (static_cast<double>(r.m) - static_cast<double>(g)) * inv.value <= headroom;
   return r;
 }
 
