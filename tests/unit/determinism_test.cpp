@@ -115,56 +115,58 @@ TEST_F(FusedOverChunks, MaxesFoundBesideTheExpsMeetTheBar) {
       {DType::f32, 40001}, {DType::f32, 300007}, {DType::bf16, 300007}, {DType::f16, 300007}};
   int split = 0;
   for (const auto& [dtype, n] : cases) {
-  SCOPED_TRACE(std::string(to_string(dtype)) + " n=" + std::to_string(n));
-  // Rises of the max above the guess (0 in both chunks below): the headrooms' edges
-  // (40 for bf16's sums, 64), the float range's, and far beyond.
-  const double rises[] = {0.0, 10.0, 39.5, 40.5, 50.0, 63.5, 64.5, 80.0, 86.0, 100.0, 1000.0};
-  const std::int64_t rows = std::size(rises) + 4;
-  const std::vector<std::int64_t> shape{rows, n};
-  TestTensor x(dtype, shape);
-  fill_normal(x, rng(), Distribution{-6.0, 1.0});
-  for (std::size_t r = 0; r < std::size(rises); ++r) {
-    const std::int64_t row = static_cast<std::int64_t>(r) * n;
-    x.set_at(row, 0.0);
-    x.set_at(row + 16384, 0.0);
-    // Beyond the first 256 elements of the first chunk, and in the second chunk.
-    x.set_at(row + 300, rises[r]);
-    x.set_at(row + 16384 + 9000, rises[r] - 0.5);
-  }
-  const std::int64_t last = static_cast<std::int64_t>(std::size(rises));
-  x.set_at(last * n + 17000, NAN);
-  x.set_at((last + 1) * n + 500, INFINITY);
-  for (std::int64_t i = 0; i < 256; ++i) x.set_at((last + 2) * n + i, -INFINITY);
-  // 15000 elements 82.5 above the guess: every block of their exps fits in float, but
-  // the chunk's scale factor 1 / sum of them (1e-40) would be subnormal, four bits
-  // short, where the headroom sends the row to the max pass.
-  for (std::int64_t i = 0; i < 256; ++i) x.set_at((last + 3) * n + i, 0.0);
-  for (std::int64_t i = 1000; i < 16000; ++i) x.set_at((last + 3) * n + i, 82.5);
-  for (double temperature : {1.0, 0.5}) {
-    Options options;
-    options.temperature = temperature;
-    SCOPED_TRACE("T=" + std::to_string(temperature));
-    options.threads = 1;
-    const PlanInfo p = plan(Op::softmax, shape, dtype, options);
-    if (p.chunk_length == 0) continue;  // not split into chunks with this machine's caches
-    ++split;
-    const Expected reference = reference_nd(Op::softmax, x, options);
-    // Every target (their exps build 2^n in different ways), then the best one on
-    // more threads.
-    for (std::int64_t target : simd_targets()) {
-      SCOPED_TRACE(hwy::TargetName(target));
-      TestTensor y = make_output(Op::softmax, x, options, Layout::contiguous);
-      with_target(target, [&] { run_op(Op::softmax, x.view(), y.mutable_view(), options); });
-      EXPECT_TRUE(matches_reference(Op::softmax, y, reference));
+    SCOPED_TRACE(std::string(to_string(dtype)) + " n=" + std::to_string(n));
+    // Rises of the max above the guess (0 in both chunks below): the headrooms' edges
+    // (40 for bf16's sums, 64), the float range's, and far beyond.
+    const double rises[] = {0.0, 10.0, 39.5, 40.5, 50.0, 63.5, 64.5, 80.0, 86.0, 100.0, 1000.0};
+    const std::int64_t rows = std::size(rises) + 4;
+    const std::vector<std::int64_t> shape{rows, n};
+    TestTensor x(dtype, shape);
+    fill_normal(x, rng(), Distribution{-6.0, 1.0});
+    for (std::size_t r = 0; r < std::size(rises); ++r) {
+      const std::int64_t row = static_cast<std::int64_t>(r) * n;
+      x.set_at(row, 0.0);
+      x.set_at(row + 16384, 0.0);
+      // Beyond the first 256 elements of the first chunk, and in the second chunk.
+      x.set_at(row + 300, rises[r]);
+      x.set_at(row + 16384 + 9000, rises[r] - 0.5);
     }
-    std::vector<TestTensor> outputs;
-    for (int threads : {1, 2, 3}) {
-      options.threads = threads;
-      outputs.push_back(make_output(Op::softmax, x, options, Layout::contiguous));
-      run_op(Op::softmax, x.view(), outputs.back().mutable_view(), options);
+    const std::int64_t last = static_cast<std::int64_t>(std::size(rises));
+    x.set_at(last * n + 17000, NAN);
+    x.set_at((last + 1) * n + 500, INFINITY);
+    for (std::int64_t i = 0; i < 256; ++i) x.set_at((last + 2) * n + i, -INFINITY);
+    // 15000 elements 82.5 above the guess: every block of their exps fits in float, but
+    // the chunk's scale factor 1 / sum of them (1e-40) would be subnormal, four bits
+    // short, where the headroom sends the row to the max pass.
+    for (std::int64_t i = 0; i < 256; ++i) x.set_at((last + 3) * n + i, 0.0);
+    for (std::int64_t i = 1000; i < 16000; ++i) x.set_at((last + 3) * n + i, 82.5);
+    for (double temperature : {1.0, 0.5}) {
+      Options options;
+      options.temperature = temperature;
+      SCOPED_TRACE("T=" + std::to_string(temperature));
+      options.threads = 1;
+      const PlanInfo p = plan(Op::softmax, shape, dtype, options);
+      if (p.chunk_length == 0) continue;  // not split into chunks with this machine's caches
+      ++split;
+      const Expected reference = reference_nd(Op::softmax, x, options);
+      // Every target (their exps build 2^n in different ways), then the best one on
+      // more threads.
+      for (std::int64_t target : simd_targets()) {
+        SCOPED_TRACE(hwy::TargetName(target));
+        TestTensor y = make_output(Op::softmax, x, options, Layout::contiguous);
+        with_target(target, [&] { run_op(Op::softmax, x.view(), y.mutable_view(), options); });
+        EXPECT_TRUE(matches_reference(Op::softmax, y, reference));
+      }
+      std::vector<TestTensor> outputs;
+      for (int threads : {1, 2, 3}) {
+        options.threads = threads;
+        outputs.push_back(make_output(Op::softmax, x, options, Layout::contiguous));
+        run_op(Op::softmax, x.view(), outputs.back().mutable_view(), options);
+      }
+      for (std::size_t i = 1; i < outputs.size(); ++i) {
+        EXPECT_TRUE(bitwise_equal(outputs[0], outputs[i])) << "run " << i;
+      }
     }
-    for (std::size_t i = 1; i < outputs.size(); ++i) EXPECT_TRUE(bitwise_equal(outputs[0], outputs[i])) << "run " << i;
-  }
   }
   EXPECT_GT(split, 0) << "no case was split into chunks";
 }
