@@ -158,6 +158,12 @@ void split_row(const Row<T>& row, const RowParams& p) {
             const auto n = static_cast<std::size_t>(end(c) - begin(c));
             if (factor == 0.0) {
               std::fill(y, y + n, 0.0f);  // pass 1 stored nothing for an all -inf chunk
+            } else if (factor < static_cast<double>(std::numeric_limits<float>::min())) {
+              // Exps taken against a guess reach e^64, so a factor below float's normal
+              // range would lose bits of outputs that are not small: two steps, the
+              // second by a power of two (exact, or the outputs' own subnormal rounding).
+              simd::f32_vscale(y, y, n, static_cast<float>(factor * 0x1p120));
+              simd::f32_vscale(y, y, n, 0x1p-120f);
             } else {
               simd::f32_vscale(y, y, n, static_cast<float>(factor));
             }

@@ -119,7 +119,7 @@ TEST_F(FusedOverChunks, MaxesFoundBesideTheExpsMeetTheBar) {
     // Rises of the max above the guess (0 in both chunks below): the headrooms' edges
     // (40 for bf16's sums, 64), the float range's, and far beyond.
     const double rises[] = {0.0, 10.0, 39.5, 40.5, 50.0, 63.5, 64.5, 80.0, 86.0, 100.0, 1000.0};
-    const std::int64_t rows = std::size(rises) + 4;
+    const std::int64_t rows = std::size(rises) + 5;
     const std::vector<std::int64_t> shape{rows, n};
     TestTensor x(dtype, shape);
     fill_normal(x, rng(), Distribution{-6.0, 1.0});
@@ -140,6 +140,14 @@ TEST_F(FusedOverChunks, MaxesFoundBesideTheExpsMeetTheBar) {
     // short, where the headroom sends the row to the max pass.
     for (std::int64_t i = 0; i < 256; ++i) x.set_at((last + 3) * n + i, 0.0);
     for (std::int64_t i = 1000; i < 16000; ++i) x.set_at((last + 3) * n + i, 82.5);
+    // The row's max (0) in the first chunk; the second chunk's guess 100 below it and
+    // its max 60 above its guess: the stored exps up to e^60 meet a scale factor
+    // e^-100 / d, below float's normal range (0 came out before split_row scaled such
+    // chunks in two steps).
+    for (std::int64_t i = 16384; i < 2 * 16384 && i < n; ++i) x.set_at((last + 4) * n + i, -106.0);
+    x.set_at((last + 4) * n, 0.0);
+    x.set_at((last + 4) * n + 16384, -100.0);
+    x.set_at((last + 4) * n + 16384 + 5000, -40.0);
     for (double temperature : {1.0, 0.5}) {
       Options options;
       options.temperature = temperature;
