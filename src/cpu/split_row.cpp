@@ -47,6 +47,24 @@ bool stores_exps(const Row<T>& row, const RowParams& p) {
   return std::is_same_v<T, float> && p.store_exps && p.op == Op::softmax && row.x_stride == 1 && row.y_stride == 1;
 }
 
+// Pass 1's exp pass over [begin, end) without a max pass before it, where a kernel
+// takes it (softmax over contiguous f32, f16 and bf16 rows: the stored exps of fused
+// over chunks, or the sum alone); not ok elsewhere, or where the guess cannot stand.
+template <class T>
+simd::GuessedExpSum guessed_exp_pass(const Row<T>& row, std::int64_t begin, std::int64_t end, const RowParams& p,
+                                     bool store_exps, const simd::Ahead<T>& next) {
+  if constexpr (kSimdRows<T>) {
+    if (p.op == Op::softmax && row.x_stride == 1) {
+      const auto n = static_cast<std::size_t>(end - begin);
+      if constexpr (std::is_same_v<T, float>) {
+        if (store_exps) return simd::f32_rstore_exp_from_guess(row.x + begin, row.y + begin, n, p.inv_t, next);
+      }
+      return simd::f32_rsum_exp_from_guess(row.x + begin, n, p.inv_t, next);
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 template <class T>
@@ -77,31 +95,13 @@ void split_row(const Row<T>& row, const RowParams& p) {
     for (std::int64_t c = share.begin; c < share.end; ++c) {
       Stats<C>& s = partial[static_cast<std::size_t>(c)];
       const simd::Ahead<T> next = c + 1 < share.end ? ahead(c + 1, store_exps) : simd::Ahead<T>{};
-      if constexpr (std::is_same_v<T, float>) {
-        if (store_exps) {
-          const auto n = static_cast<std::size_t>(end(c) - begin(c));
-          const simd::GuessedExpSum guessed =
-              simd::f32_rstore_exp_from_guess(row.x + begin(c), row.y + begin(c), n, p.inv_t, next);
-          if (guessed.ok) {
-            // d against the chunk's max: the sum times exp((g - m) / T), in double.
-            s.m = guessed.m;
-            s.d.add(guessed.sum.below_max * std::exp((static_cast<double>(guessed.g) - guessed.m) * p.inv_t));
-            reference[static_cast<std::size_t>(c)] = guessed.g;
-            continue;
-          }
-        }
-      }
-      if constexpr (kSimdRows<T>) {
-        if (p.op == Op::softmax && !store_exps && row.x_stride == 1) {
-          // The same for the sum alone: softmax's d needs no exact d - 1.
-          const auto n = static_cast<std::size_t>(end(c) - begin(c));
-          const simd::GuessedExpSum guessed = simd::f32_rsum_exp_from_guess(row.x + begin(c), n, p.inv_t, next);
-          if (guessed.ok) {
-            s.m = static_cast<C>(guessed.m);
-            s.d.add(guessed.sum.below_max * std::exp((static_cast<double>(guessed.g) - guessed.m) * p.inv_t));
-            continue;
-          }
-        }
+      const simd::GuessedExpSum guessed = guessed_exp_pass(row, begin(c), end(c), p, store_exps, next);
+      if (guessed.ok) {
+        // d against the chunk's max: the sum times exp((g - m) / T), in double.
+        s.m = static_cast<C>(guessed.m);
+        s.d.add(guessed.sum.below_max * std::exp((static_cast<double>(guessed.g) - guessed.m) * p.inv_t));
+        if (store_exps) reference[static_cast<std::size_t>(c)] = guessed.g;
+        continue;
       }
       s.m = max_pass(row.x, row.x_stride, begin(c), end(c), -std::numeric_limits<C>::infinity());
       if (!std::isfinite(s.m)) continue;

@@ -237,6 +237,45 @@ HWY_INLINE V ExpMinusMaxTable(D d, const TableLanes<D>& c, V x, V& s) {
 }
 #endif
 
+// The folded exp of a row with max m as a functor: exp_of(d, x, z) is exp(x - m)
+// with z = x - m rounded (0 exactly at the max). below_max_correction multiplies a
+// sum of the terms below the max (MaxSplit): the log ops' d - 1 and cross-entropy's
+// gradient p - a cancel, so a bias common to the row must not stay.
+template <ExpRange kRange, class D>
+struct FoldedExp {
+  MaxSplitLanes<D> c;
+  double below_max_correction;
+  FoldedExp(D d, const MaxSplit& split) : c(d, split), below_max_correction(split.below_max_correction) {}
+  HWY_INLINE hn::Vec<D> operator()(D d, hn::Vec<D> x, hn::Vec<D>& z) const { return ExpMinusMax<kRange>(d, c, x, z); }
+};
+
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+// The same through the table of 2^(j / 32): AVX-512, the flush and 2^64 forms.
+template <ExpRange kRange, class D>
+struct TableExp {
+  TableLanes<D> c;
+  double below_max_correction;
+  TableExp(D d, const TableSplit& split) : c(d, split), below_max_correction(split.below_max_correction) {}
+  HWY_INLINE hn::Vec<D> operator()(D d, hn::Vec<D> x, hn::Vec<D>& z) const {
+    return ExpMinusMaxTable<kRange>(d, c, x, z);
+  }
+};
+#endif
+
+// Calls f with the folded exp for a row with max m (MaxSplit::fits(m), a target with
+// FMA, unit temperature): TableExp where the target, the form and m allow it (and
+// `table`), else FoldedExp.
+template <ExpRange kRange, class D, class F>
+HWY_INLINE auto WithFoldedExp(D d, float m, F&& f, bool table = true) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  if constexpr (kRange != ExpRange::gradual && kHasScalef<hn::Vec<D>>) {
+    if (table && TableSplit::fits(m)) return f(TableExp<kRange, D>(d, TableSplit::of(m)));
+  }
+#endif
+  (void)table;
+  return f(FoldedExp<kRange, D>(d, MaxSplit::of(m)));
+}
+
 }  // namespace smax::cpu::simd::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 

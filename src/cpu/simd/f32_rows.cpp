@@ -61,7 +61,7 @@ HWY_INLINE VF ExpFor(DF d, VF z, VF z_lo) {
 template <class T, bool kUnitT>
 struct ExactArgumentExp {
   ArgConsts c;
-  double below_max_correction = 1;  // see FoldedMaxExp
+  double below_max_correction = 1;  // see FoldedExp
   ExactArgumentExp(DF d, float m, const InverseTemperature& inv) : c(d, m, inv) {}
   HWY_INLINE VF operator()(DF d, VF x, VF& z) const {
     VF z_lo;
@@ -70,48 +70,12 @@ struct ExactArgumentExp {
   }
 };
 
-// FoldedMaxExp: x - m folded into the exp's range reduction (exp_minus_max-inl.h),
-// 6 operations a vector fewer. T == 1, MaxSplit::fits(m), and targets with FMA: the
-// reduction's (n + k) * ln2_lo must not round, and n + k can be large (FoldsMax).
-// kRange: bf16 keeps float's subnormals (see ExpFor).
-template <class T, ExpRange kRange = std::is_same_v<T, bfloat16> ? ExpRange::gradual : ExpRange::flush>
-struct FoldedMaxExp {
-  MaxSplitLanes<DF> c;
-  // Multiplies a sum of the terms below the max (MaxSplit): the log ops' d - 1 and
-  // cross-entropy's gradient p - a cancel, so a bias common to the row must not stay.
-  double below_max_correction;
-  FoldedMaxExp(DF d, const MaxSplit& split) : c(d, split), below_max_correction(split.below_max_correction) {}
-  HWY_INLINE VF operator()(DF d, VF x, VF& z) const { return ExpMinusMax<kRange>(d, c, x, z); }
-};
-
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-// The same through the table of 2^(j / 32) (ExpMinusMaxTable): AVX-512, the flush and
-// 2^64 forms, TableSplit::fits(m).
-template <class T, ExpRange kRange>
-struct TableMaxExp {
-  TableLanes<DF> c;
-  double below_max_correction;  // as FoldedMaxExp's
-  TableMaxExp(DF d, const TableSplit& split) : c(d, split), below_max_correction(split.below_max_correction) {}
-  HWY_INLINE VF operator()(DF d, VF x, VF& z) const { return ExpMinusMaxTable<kRange>(d, c, x, z); }
-};
-#endif
-
+// The folded exps (exp_minus_max-inl.h's WithFoldedExp): x - m folded into the exp's
+// range reduction, 6 operations a vector fewer. T == 1, MaxSplit::fits(m), and
+// targets with FMA: the reduction's (n + k) * ln2_lo must not round, and n + k can
+// be large (FoldsMax). bf16 keeps float's subnormals (see ExpFor).
 HWY_INLINE bool FoldsMax(float m, const InverseTemperature& inv) {
   return HWY_NATIVE_FMA && inv.unit && MaxSplit::fits(m);
-}
-
-// Calls f with the folded exp for a row with max m (FoldsMax): the table's form where
-// the target, the form and m allow it (and `table`), else FoldedMaxExp<T, kRange>.
-template <class T, ExpRange kRange, class F>
-HWY_INLINE auto WithFoldedExp(float m, F&& f, bool table = true) {
-  const DF d;
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-  if constexpr (kRange != ExpRange::gradual && kHasScalef<VF>) {
-    if (table && TableSplit::fits(m)) return f(TableMaxExp<T, kRange>(d, TableSplit::of(m)));
-  }
-#endif
-  (void)table;
-  return f(FoldedMaxExp<T, kRange>(d, MaxSplit::of(m)));
 }
 
 // Calls f with the exp functor for a row with finite max m. f takes it by value: a
@@ -121,7 +85,7 @@ template <class T, class F>
 HWY_INLINE auto WithExp(float m, const InverseTemperature& inv, F&& f) {
   const DF d;
   if (FoldsMax(m, inv)) {
-    return WithFoldedExp<T, std::is_same_v<T, bfloat16> ? ExpRange::gradual : ExpRange::flush>(m, f);
+    return WithFoldedExp<std::is_same_v<T, bfloat16> ? ExpRange::gradual : ExpRange::flush>(d, m, f);
   }
   if (inv.unit) return f(ExactArgumentExp<T, true>(d, m, inv));
   return f(ExactArgumentExp<T, false>(d, m, inv));
@@ -358,19 +322,19 @@ HWY_INLINE ExpSum RExp(const Exp& exp_of, const T* x, float* e, std::size_t n, b
 
 // bf16 rows whose exp folds the max sum exps 2^64 times too large (never subnormal:
 // no gradual steps, and terms below float's normal range keep every bit), scaled back
-// in double, exactly.
-template <class T>
+// in double, exactly. `side` runs beside each step (RExp).
+template <class T, class Side = NoSide>
 ExpSum RSumExp(const T* x, std::size_t n, float m, const InverseTemperature& inv, bool count_at_max, bool backward,
-               const Ahead<T>& ahead) {
+               const Ahead<T>& ahead, const Side& side = {}) {
   const auto sum_with = [&](const auto exp_of) {
-    ExpSum sum = count_at_max ? RExp<false, true>(exp_of, x, nullptr, n, backward, ahead)
-                              : RExp<false, false>(exp_of, x, nullptr, n, backward, ahead);
+    ExpSum sum = count_at_max ? RExp<false, true>(exp_of, x, nullptr, n, backward, ahead, side)
+                              : RExp<false, false>(exp_of, x, nullptr, n, backward, ahead, side);
     if (count_at_max) sum.below_max *= exp_of.below_max_correction;  // softmax scales its exps with it as they are
     return sum;
   };
   if constexpr (std::is_same_v<T, bfloat16>) {
     if (FoldsMax(m, inv)) {
-      return WithFoldedExp<T, ExpRange::times_2_64>(m, [&](const auto exp_of) {
+      return WithFoldedExp<ExpRange::times_2_64>(DF(), m, [&](const auto exp_of) {
         ExpSum sum = sum_with(exp_of);
         sum.below_max *= 0x1p-64;
         return sum;
@@ -414,15 +378,8 @@ GuessedExpSum ExpsFromGuess(const T* x, float* e, std::size_t n, const InverseTe
   const auto beside = [&](std::size_t i, std::size_t count) { max.Add(x + i, count); };
   if constexpr (kStore) {
     r.sum = RStoreExp(x, e, n, g, inv, ahead, beside);
-  } else if (std::is_same_v<T, bfloat16> && FoldsMax(g, inv)) {
-    // As RSumExp: bf16 sums take the 2^64 form, never subnormal.
-    r.sum = WithFoldedExp<T, ExpRange::times_2_64>(
-        g, [&](const auto exp_of) { return RExp<false, false>(exp_of, x, nullptr, n, false, ahead, beside); });
-    r.sum.below_max *= 0x1p-64;
   } else {
-    r.sum = WithExp<T>(g, inv, [&](const auto exp_of) {
-      return RExp<false, false>(exp_of, x, nullptr, n, false, ahead, beside);
-    });
+    r.sum = RSumExp(x, n, g, inv, false, false, ahead, beside);
   }
   r.m = max.Result(x, n);
   r.g = g;
@@ -676,8 +633,8 @@ template <class T, class Side = NoSide>
 HWY_INLINE ExpSum RStoreSoftmaxExps(const T* x, float* e, std::size_t n, float m, const InverseTemperature& inv,
                                     const Ahead<T>& ahead, const Side& side = {}) {
   if (std::is_same_v<T, bfloat16> && FoldsMax(m, inv)) {
-    return WithFoldedExp<T, ExpRange::times_2_64>(
-        m, [&](const auto exp_of) { return RExp<true, false>(exp_of, x, e, n, false, ahead, side); });
+    return WithFoldedExp<ExpRange::times_2_64>(
+        DF(), m, [&](const auto exp_of) { return RExp<true, false>(exp_of, x, e, n, false, ahead, side); });
   }
   return RStoreExp(x, e, n, m, inv, ahead, side);
 }
@@ -821,7 +778,7 @@ bool ExpMinusMaxArray(const float* x, float* y, std::size_t n, float m, ExpMinus
     if (form == ExpMinusMaxForm::times_2_64) return false;
     return form == ExpMinusMaxForm::gradual ? WithExp<bfloat16>(m, unit, run) : WithExp<float>(m, unit, run);
   }
-  const auto folded = [&](auto range) { return WithFoldedExp<float, decltype(range)::value>(m, run, table); };
+  const auto folded = [&](auto range) { return WithFoldedExp<decltype(range)::value>(d, m, run, table); };
   switch (form) {
     case ExpMinusMaxForm::flush:
       return folded(std::integral_constant<ExpRange, ExpRange::flush>());

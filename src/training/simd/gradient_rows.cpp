@@ -665,23 +665,13 @@ template <class T>
 BlockExpSum StoreExps(const T* x, float* e, std::size_t n, float block_max) {
   const DF df;
   if constexpr (HWY_NATIVE_FMA) {
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-    if (cs::kHasScalef<VF> && cpu::simd::TableSplit::fits(block_max)) {
-      const cpu::simd::TableSplit split = cpu::simd::TableSplit::of(block_max);
-      const cs::TableLanes<DF> lanes(df, split);
-      return StoreScaledExps(x, e, n, block_max, [=](VF vx) SMAX_INLINE_LAMBDA {
-        VF s;
-        return cs::ExpMinusMaxTable<cs::ExpRange::times_2_64>(df, lanes, vx, s);
-      }, split.below_max_correction);
-    }
-#endif
     if (cpu::simd::MaxSplit::fits(block_max)) {
-      const cpu::simd::MaxSplit split = cpu::simd::MaxSplit::of(block_max);
-      const cs::MaxSplitLanes<DF> lanes(df, split);
-      return StoreScaledExps(x, e, n, block_max, [=](VF vx) SMAX_INLINE_LAMBDA {
-        VF s;
-        return cs::ExpMinusMax<cs::ExpRange::times_2_64>(df, lanes, vx, s);
-      }, split.below_max_correction);
+      return cs::WithFoldedExp<cs::ExpRange::times_2_64>(df, block_max, [&](const auto exp_of) {
+        return StoreScaledExps(x, e, n, block_max, [=](VF vx) SMAX_INLINE_LAMBDA {
+          VF s;
+          return exp_of(df, vx, s);
+        }, exp_of.below_max_correction);
+      });
     }
   }
   const VF neg_m = hn::Set(df, -block_max);
