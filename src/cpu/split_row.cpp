@@ -50,6 +50,8 @@ bool stores_exps(const Row<T>& row, const RowParams& p) {
 // Pass 1's exp pass over [begin, end) without a max pass before it, where a kernel
 // takes it (softmax over contiguous f32, f16 and bf16 rows: the stored exps of fused
 // over chunks, or the sum alone); not ok elsewhere, or where the guess cannot stand.
+// Stored exps need y apart from x: a guess found wanting after its exps overwrote
+// the input would leave the max pass nothing to read.
 template <class T>
 simd::GuessedExpSum guessed_exp_pass(const Row<T>& row, std::int64_t begin, std::int64_t end, const RowParams& p,
                                      bool store_exps, const simd::Ahead<T>& next) {
@@ -57,7 +59,10 @@ simd::GuessedExpSum guessed_exp_pass(const Row<T>& row, std::int64_t begin, std:
     if (p.op == Op::softmax && row.x_stride == 1) {
       const auto n = static_cast<std::size_t>(end - begin);
       if constexpr (std::is_same_v<T, float>) {
-        if (store_exps) return simd::f32_rstore_exp_from_guess(row.x + begin, row.y + begin, n, p.inv_t, next);
+        if (store_exps) {
+          if (row.x == row.y) return {};
+          return simd::f32_rstore_exp_from_guess(row.x + begin, row.y + begin, n, p.inv_t, next);
+        }
       }
       return simd::f32_rsum_exp_from_guess(row.x + begin, n, p.inv_t, next);
     }
