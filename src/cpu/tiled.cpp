@@ -19,10 +19,11 @@ void tiled_row(const Row<T>& row, const RowParams& p) {
   Stats<C> s;
   for (std::int64_t b = 0; b < blocks; ++b) s.m = max_pass(row.x, row.x_stride, begin(b), end(b), s.m);
   // Pass 2: the sum, from the last block back to the first when reversed, so that it
-  // starts where pass 1 stopped and ends where pass 3 starts. Each block is read
-  // forward (the hardware prefetches ascending addresses best), and fetches the block
-  // read next into cache meanwhile (contiguous rows; a descending walk over blocks is
-  // what the hardware does not prefetch).
+  // starts where pass 1 stopped and ends where pass 3 starts. Reversed, each block is
+  // read from its end too: the whole pass descends, which the hardware prefetches as
+  // well as an ascending one, where blocks taken in descending order but each read
+  // ascending ran at half the speed from memory (AMD Zen 5: docs/PERFORMANCE.md).
+  // Each block fetches the block read next into cache meanwhile (contiguous rows).
   const bool contiguous = row.x_stride == 1 && row.y_stride == 1;
   auto block_at = [&](std::int64_t k) { return p.order == PassOrder::reverse ? blocks - 1 - k : k; };
   auto ahead = [&](std::int64_t k, bool with_y) {
@@ -33,7 +34,7 @@ void tiled_row(const Row<T>& row, const RowParams& p) {
   if (std::isfinite(s.m)) {
     for (std::int64_t k = 0; k < blocks; ++k) {
       const std::int64_t b = block_at(k);
-      sum_exp_pass(row.x, row.x_stride, begin(b), end(b), s.m, inv_t, PassOrder::forward, s.d, sum_for(p.op),
+      sum_exp_pass(row.x, row.x_stride, begin(b), end(b), s.m, inv_t, p.order, s.d, sum_for(p.op),
                    ahead(k + 1, false));
     }
   }
