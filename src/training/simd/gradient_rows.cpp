@@ -287,6 +287,27 @@ HWY_INLINE void WalkFloats(std::size_t n, const NextRow& next, Step&& step, cons
   if (i < n) step(i, n - i);
 }
 
+// WalkFloats with pair(i) for each two whole vectors [i, i + 2 Lanes).
+template <class T, class Pair, class Step>
+HWY_INLINE void WalkFloatPairs(std::size_t n, const NextRow& next, Pair&& pair, Step&& step,
+                               const T* aligned_to = nullptr) {
+  const DF df;
+  const std::size_t N = hn::Lanes(df);
+  std::size_t i = 0;
+  if (aligned_to != nullptr) {
+    const std::size_t bytes = N * sizeof(T);
+    const std::size_t misalignment = reinterpret_cast<std::uintptr_t>(aligned_to) % bytes;
+    i = std::min(n, (bytes - misalignment) % bytes / sizeof(T));
+    if (i > 0) step(0, i);
+  }
+  for (; i + 2 * N <= n; i += 2 * N) {
+    PrefetchNext(next, i * sizeof(T), 2 * N * sizeof(T));
+    pair(i);
+  }
+  for (; i + N <= n; i += N) step(i, N);
+  if (i < n) step(i, n - i);
+}
+
 // y = f(a, b) elementwise over [0, n) in double lanes; a vector's loads come before
 // its store, so y may be a or b.
 template <class T, class F>
@@ -464,18 +485,22 @@ void LogSoftmaxBackwardFloatLanes(const T* log_y, const T* dy, T* dx, std::size_
   const VF floor = hn::Set(df, flushed_floor);
   const VF abs_sum_over_bound = hn::Set(df, std::abs(sum_f) / kCancellationBound<T>);  // exact: a normal float
   const VF largest = hn::Set(df, std::numeric_limits<float>::max());
-  WalkFloats<T>(n, next, [&](std::size_t i, std::size_t count) SMAX_INLINE_LAMBDA {
+  // v = dy - p S, its output, and whether it is exact enough, for [i, i + count).
+  const auto compute = [&](std::size_t i, std::size_t count, VF& out) SMAX_INLINE_LAMBDA {
     const VF ly = LoadFloats(df, log_y + i, count, zero);
     const VF vdy = LoadFloats(df, dy + i, count, zero);
     const VF p = cs::ExpFlush(df, ly, cs::NoLowPart{});
     const VF v = hn::NegMulAdd(p, vsum, vdy);
     const VF abs_v = hn::Abs(v);
+    out = kScaled ? hn::Mul(v, scale) : v;
     // max(p |S| / K, floor) <= |v| (false where v is NaN), and max(log_y, |v| -
     // FLT_MAX) <= 0: log_y <= 0 and v finite (|v| - FLT_MAX is 0 or below exactly
     // where |v| is finite).
-    const auto exact_enough = hn::And(hn::Le(hn::Max(hn::Mul(p, abs_sum_over_bound), floor), abs_v),
-                                      hn::Le(hn::Max(ly, hn::Sub(abs_v, largest)), zero));
-    const VF out = kScaled ? hn::Mul(v, scale) : v;
+    return hn::And(hn::Le(hn::Max(hn::Mul(p, abs_sum_over_bound), floor), abs_v),
+                   hn::Le(hn::Max(ly, hn::Sub(abs_v, largest)), zero));
+  };
+  // Stores [i, i + count), the vectors not exact enough redone in double lanes.
+  const auto store = [&](std::size_t i, std::size_t count, VF out, auto exact_enough) SMAX_INLINE_LAMBDA {
     if (HWY_UNLIKELY(!hn::AllTrue(df, exact_enough))) {
       HWY_ALIGN T wide[cs::kMaxVectorBytes / sizeof(float)] = {};
       LogSoftmaxBackwardWide(log_y + i, dy + i, wide, count, sum, inv_t);
@@ -486,7 +511,27 @@ void LogSoftmaxBackwardFloatLanes(const T* log_y, const T* dy, T* dx, std::size_
     }
     if (count == N) cs::StoreOrStreamF32</*kNotNaN=*/true>(df, out, dx + i, stream);
     else cs::StoreTailF32(df, out, dx + i, count);
-  }, stream ? dx : nullptr);
+  };
+  const auto step = [&](std::size_t i, std::size_t count) SMAX_INLINE_LAMBDA {
+    VF out;
+    const auto exact_enough = compute(i, count, out);
+    store(i, count, out, exact_enough);
+  };
+  // Two vectors, one test of both: the branch and its mask operations once a pair.
+  const auto pair = [&](std::size_t i) SMAX_INLINE_LAMBDA {
+    VF out0, out1;
+    const auto exact0 = compute(i, N, out0);
+    const auto exact1 = compute(i + N, N, out1);
+    if (HWY_UNLIKELY(!hn::AllTrue(df, hn::And(exact0, exact1)))) {
+      // Loads before stores: dx may be dy.
+      store(i, N, out0, exact0);
+      store(i + N, N, out1, exact1);
+      return;
+    }
+    cs::StoreOrStreamF32</*kNotNaN=*/true>(df, out0, dx + i, stream);
+    cs::StoreOrStreamF32</*kNotNaN=*/true>(df, out1, dx + i + N, stream);
+  };
+  WalkFloatPairs<T>(n, next, pair, step, stream ? dx : nullptr);
   if (stream) hwy::FlushStream();
 }
 
