@@ -2,6 +2,8 @@
 #include <type_traits>
 #include <vector>
 
+#include <hwy/aligned_allocator.h>
+
 #include "cpu/passes.hpp"
 #include "cpu/variants.hpp"
 #include "smax/options.hpp"
@@ -11,10 +13,13 @@ namespace smax::cpu {
 namespace {
 
 // The on-chip buffer of the 16-bit rows: kFusedMaxLength floats (64 KiB), one per
-// thread, allocated once. It fits the L2 of every x86-64 and Arm server core.
+// thread, allocated once. It fits the L2 of every x86-64 and Arm server core. Aligned
+// to the vector, so that no store of an exp crosses a cache line (a heap block of
+// std::vector lies 16 bytes off).
 float* fused_buffer() {
-  thread_local std::vector<float> buffer(static_cast<std::size_t>(kFusedMaxLength));
-  return buffer.data();
+  thread_local const hwy::AlignedFreeUniquePtr<float[]> buffer =
+      hwy::AllocateAligned<float>(static_cast<std::size_t>(kFusedMaxLength));
+  return buffer.get();
 }
 
 // The float exps of a 16-bit row, or of an f32 row whose output streams (written
