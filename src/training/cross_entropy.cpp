@@ -19,6 +19,8 @@
 #include <type_traits>
 #include <vector>
 
+#include <hwy/aligned_allocator.h>
+
 #include "core/format.hpp"
 #include "core/stats.hpp"
 #include "cpu/element.hpp"
@@ -299,10 +301,28 @@ struct Sample {
   std::int64_t next_logits = -1;                      // the offset of the row done after it, if any
 };
 
+// Floats aligned to the vector: a heap block of std::vector lies 16 bytes off, and
+// every exp stored there would cross a cache line.
+class AlignedFloats {
+ public:
+  // At least n floats; their values are whatever was there.
+  float* reserve(std::size_t n) {
+    if (n > capacity_) {
+      data_ = hwy::AllocateAligned<float>(n);
+      capacity_ = n;
+    }
+    return data_.get();
+  }
+
+ private:
+  hwy::AlignedFreeUniquePtr<float[]> data_;
+  std::size_t capacity_ = 0;
+};
+
 // Per thread: the exps of a row of 16-bit logits (or of f32 logits whose gradient
 // replaces them), and the max of each block of the row.
 struct Scratch {
-  std::vector<float> exps;
+  AlignedFloats exps;
   std::vector<float> block_max;
   std::vector<double> wide;  // a block of 16-bit logits widened (logit_stats)
 };
@@ -515,10 +535,7 @@ class RowKernel {
     if constexpr (std::is_same_v<T, float>) {
       if (grad != x) exps = grad;
     }
-    if (exps == nullptr) {
-      if (scratch.exps.size() < length) scratch.exps.resize(length);
-      exps = scratch.exps.data();
-    }
+    if (exps == nullptr) exps = scratch.exps.reserve(length);
     constexpr std::size_t kBlock = training::simd::kExpBlock;
     const std::size_t blocks = (length + kBlock - 1) / kBlock;
     scratch.block_max.resize(blocks);
