@@ -197,17 +197,29 @@ template <ExpRange kRange>
 inline constexpr int kRangeScaleLog2 = kRange == ExpRange::times_2_64 ? 64 : 0;
 
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+// r = x - c ln2_hi - (c ln2_lo + delta), c = (n + k) / 32: the first product is
+// exact, and the two sums run side by side, one multiply-add shorter on the exp's
+// chain than x - c ln2_hi - c ln2_lo - delta in turn (AMD Zen 5: 6.9 cycles a vector
+// against 7.6, the pass being bound by that chain). The table's domain keeps |c
+// ln2_lo| <= 0.22, so rounding the second sum costs 0.07 ulp (1.08 measured); the
+// polynomial's n + k reach 2^15, where it cost 3.5 ulp, so FoldedExp keeps the sums in
+// turn. At the max (x = m, n = 0) both sums lie within 2^-30 of delta: exactly 1 still.
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE V TableReduced(D d, V x, V n_plus_k, V delta) {
+  const V high = hn::NegMulAdd(n_plus_k, hn::Set(d, kRowLn2Hi), x);
+  return hn::Sub(high, hn::MulAdd(n_plus_k, hn::Set(d, kRowLn2Lo), delta));
+}
+
 // exp(x - m) through the table of 2^(j / 32) (exp-inl.h's table forms): with m = k ln2
 // / 32 + delta (TableSplit),
 //   n = round(32 (x - m) log2(e)),
-//   r = x - (n + k) / 32 * ln2_hi - (n + k) / 32 * ln2_lo - delta,   |r| <= ln2 / 64,
+//   r = x - (n + k) / 32 * ln2_hi - ((n + k) / 32 * ln2_lo + delta),   |r| <= ln2 / 64,
 //   exp(x - m) = 2^floor((n + b) / 32) * 2^((j - b) / 32) * exp(r),  j = (n + b) mod 32.
 // The rounding sum t = shift_b + (n + b) / 32 holds j in its low bits (the lookup's
 // index) and gives the power (t - kRoundingShift32) and (n + k) / 32 (t - shift_a)
-// exactly: 14 operations a vector, as ExpMinusMax, 6.3 cycles against 7.6 on Zen 5
-// (a scratch loop over 4096 floats in L1). 1.01 ulp measured
-// (tests/unit/simd_exp_minus_max_test.cpp). At the max n = 0, j = b, the entry is 1
-// and r rounds to within 2^-25 of 0: exactly 1.
+// exactly: 14 operations a vector, as ExpMinusMax, on a shorter chain (the cubic, and
+// TableReduced). 1.08 ulp measured (tests/unit/simd_exp_minus_max_test.cpp). At the max n =
+// 0, j = b, the entry is 1 and r lies within 2^-30 of 0: exactly 1.
 template <class D>
 struct TableLanes {
   using V = hn::Vec<D>;
@@ -230,8 +242,7 @@ HWY_INLINE V ExpMinusMaxTable(D d, const TableLanes<D>& c, V x, V& s) {
   const V t = hn::MulAdd(s, hn::Set(d, 1.44269502162933349609375f), c.shift_b);  // log2(e)
   const V power = hn::Sub(t, hn::Set(d, kRoundingShift32 - static_cast<float>(kRangeScaleLog2<kRange>)));
   const V n_plus_k = hn::Sub(t, c.shift_a);  // (n + k) / 32
-  V r = hn::NegMulAdd(n_plus_k, hn::Set(d, kRowLn2Hi), x);
-  r = hn::Sub(hn::NegMulAdd(n_plus_k, hn::Set(d, kRowLn2Lo), r), c.delta);
+  const V r = TableReduced(d, x, n_plus_k, c.delta);
   const float cutoff = kRange == ExpRange::flush ? kExpCutoff : -104.0f;
   return ScalefWhereNotBelow(TableEntryTimesExp(d, c.table_lo, c.table_hi, t, r), power, s, hn::Set(d, cutoff));
 }
