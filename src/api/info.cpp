@@ -33,7 +33,7 @@ PlanInfo plan(Op op, std::span<const std::int64_t> shape, DType dtype, const Opt
     for (int i = axis + 1; i < x.rank(); ++i) inner_extent = std::max<std::int64_t>(inner_extent, 1) * shape[static_cast<std::size_t>(i)];
   }
   if (inner_extent == 1) inner_extent = 0;  // extents of 1 drop out: the axis is contiguous
-  const detail::Plan p = detail::make_plan(op, dtype, outer_rows, length, inner_extent, options, machine());
+  const detail::Plan p = detail::make_plan(op, dtype, outer_rows, length, inner_extent, options, machine(), /*explain=*/true);
   return PlanInfo{p.algorithm, p.order,   outer_rows, length, p.block, p.chunk, p.panel_width,
                   p.threads,   p.stores, p.reason};
 }

@@ -30,37 +30,44 @@ std::string kib(std::int64_t bytes) { return std::to_string(bytes >> 10) + " KiB
 void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, std::int64_t call_bytes,
                     const MachineInfo& m) {  // call_bytes: the whole call's input and output
   const std::int64_t row_bytes = length * static_cast<std::int64_t>(size_of(dtype)) * (op == Op::logsumexp ? 1 : 2);
-  const std::string row = "row of " + std::to_string(length) + " elements (" + kib(row_bytes) + " in and out)";
+  const auto row = [&] { return "row of " + std::to_string(length) + " elements (" + kib(row_bytes) + " in and out)"; };
   const bool fits_half_l2 = row_bytes <= m.l2_bytes / 2;
   const bool call_stays_cached = stays_cached_between_passes(call_bytes, m);
   if (fits_half_l2 && length <= kFusedMaxLength) {
     plan.algorithm = Algorithm::fused;
-    plan.reason = row + " fits in half of L2 (" + kib(m.l2_bytes) +
-                  "): fused reads it once, computes each exp once and writes it once";
+    plan.because([&] {
+      return row() + " fits in half of L2 (" + kib(m.l2_bytes) +
+             "): fused reads it once, computes each exp once and writes it once";
+    });
   } else if (dtype == DType::f32 && op == Op::softmax && (row_bytes <= m.l2_bytes || call_stays_cached)) {
     plan.algorithm = Algorithm::fused;
     plan.chunk = kChunkLength;
-    const std::string where = row_bytes <= m.l2_bytes / 2 ? " fits in half of L2 (" + kib(m.l2_bytes) + ")"
-                              : row_bytes <= m.l2_bytes  ? " fits in L2 (" + kib(m.l2_bytes) + ")"
-                                                         : " is in a call that stays in the cache (" +
-                                                               kib(call_bytes) + ", at most 1/" +
-                                                               std::to_string(kFusedCallLlcDivisor) + " of L3)";
-    plan.reason = row + where + ": fused over chunks of " + std::to_string(kChunkLength) +
-                  " elements (each chunk's exps stored in the output, then scaled from the cache), merged in a "
-                  "fixed order, so threads can share the row";
+    plan.because([&] {
+      const std::string where = row_bytes <= m.l2_bytes / 2 ? " fits in half of L2 (" + kib(m.l2_bytes) + ")"
+                                : row_bytes <= m.l2_bytes  ? " fits in L2 (" + kib(m.l2_bytes) + ")"
+                                                           : " is in a call that stays in the cache (" +
+                                                                 kib(call_bytes) + ", at most 1/" +
+                                                                 std::to_string(kFusedCallLlcDivisor) + " of L3)";
+      return row() + where + ": fused over chunks of " + std::to_string(kChunkLength) +
+             " elements (each chunk's exps stored in the output, then scaled from the cache), merged in a "
+             "fixed order, so threads can share the row";
+    });
   } else if (length >= kSplitMinLength) {
     plan.algorithm = Algorithm::online;
     plan.order = PassOrder::reverse;
     plan.chunk = kChunkLength;
-    plan.reason = row + ": online over chunks of " + std::to_string(kChunkLength) +
-                  " elements, each read twice from cache and merged in a fixed order, so threads can share the row";
+    plan.because([&] {
+      return row() + ": online over chunks of " + std::to_string(kChunkLength) +
+             " elements, each read twice from cache and merged in a fixed order, so threads can share the row";
+    });
   } else if (row_bytes <= m.l2_bytes) {
     plan.algorithm = Algorithm::safe;
-    plan.reason = row + " fits in L2 (" + kib(m.l2_bytes) + "): safe's three passes run from cache";
+    plan.because([&] { return row() + " fits in L2 (" + kib(m.l2_bytes) + "): safe's three passes run from cache"; });
   } else {
     plan.algorithm = Algorithm::online;
     plan.order = PassOrder::reverse;
-    plan.reason = row + " exceeds L2 (" + kib(m.l2_bytes) + "): online reads it twice, not three times";
+    plan.because(
+        [&] { return row() + " exceeds L2 (" + kib(m.l2_bytes) + "): online reads it twice, not three times"; });
   }
 }
 
@@ -107,23 +114,28 @@ std::int64_t panel_width(Op op, std::int64_t length, std::int64_t element_bytes,
 void choose_column_passes(Plan& plan, Op op, DType dtype, std::int64_t panel_input_bytes, Algorithm asked,
                           const MachineInfo& m) {
   const std::int64_t panel_bytes = panel_input_bytes * (op == Op::logsumexp ? 1 : 2);
-  const std::string panel = "each panel (" + kib(panel_bytes) + ")";
+  const auto panel = [&] { return "each panel (" + kib(panel_bytes) + ")"; };
   if (asked != Algorithm::automatic) {
     plan.algorithm = asked;
     if (asked == Algorithm::online && dtype == DType::f64) {
-      plan.reason += "; online was asked for, but f64 panels take three passes";
+      plan.because([&] { return "; online was asked for, but f64 panels take three passes"; });
     } else if (asked == Algorithm::online) {
-      plan.reason += "; online was asked for: a running max and sum per column, then the output";
+      plan.because([&] { return "; online was asked for: a running max and sum per column, then the output"; });
     } else {
-      plan.reason += "; " + std::string(to_string(asked)) + " was asked for: three passes over " + panel;
+      plan.because([&] { return "; " + std::string(to_string(asked)) + " was asked for: three passes over " + panel(); });
     }
   } else if (panel_bytes > m.l2_bytes && dtype != DType::f64) {
     plan.algorithm = Algorithm::online;
-    plan.reason += "; " + panel + " exceeds L2 (" + kib(m.l2_bytes) +
-                   "): online reads it twice (a running max and sum per column, then the output), not three times";
+    plan.because([&] {
+      return "; " + panel() + " exceeds L2 (" + kib(m.l2_bytes) +
+             "): online reads it twice (a running max and sum per column, then the output), not three times";
+    });
   } else {
     plan.algorithm = Algorithm::fused;
-    plan.reason += "; three passes over " + panel + (dtype == DType::f64 ? "" : ", which fits in L2 (" + kib(m.l2_bytes) + ")");
+    plan.because([&] {
+      return "; three passes over " + panel() +
+             (dtype == DType::f64 ? "" : ", which fits in L2 (" + kib(m.l2_bytes) + ")");
+    });
   }
 }
 
@@ -140,23 +152,26 @@ void choose_stores(Plan& plan, Op op, DType dtype, std::int64_t moved, bool colu
   if (!can_stream || asked == Stores::cached) return;
   if (asked == Stores::streaming) {
     plan.stores = Stores::streaming;
-    plan.reason += "; the output streams around the cache, as asked";
+    plan.because([&] { return "; the output streams around the cache, as asked"; });
     return;
   }
   if (m.l3_bytes > 0 && moved > streaming_threshold_bytes(m)) {
     plan.stores = Stores::streaming;
-    plan.reason += "; the output streams around the cache (" + std::to_string(moved >> 20) + " MiB moved, over " +
-                   std::to_string(streaming_threshold_bytes(m) >> 20) + " MiB: " +
-                   std::to_string(kStreamingLlcMultiple) + " times the " + std::to_string(m.l3_bytes >> 20) +
-                   " MiB L3, counting at most " + std::to_string(kStreamingLlcCap >> 20) + " MiB)";
+    plan.because([&] {
+      return "; the output streams around the cache (" + std::to_string(moved >> 20) + " MiB moved, over " +
+             std::to_string(streaming_threshold_bytes(m) >> 20) + " MiB: " + std::to_string(kStreamingLlcMultiple) +
+             " times the " + std::to_string(m.l3_bytes >> 20) + " MiB L3, counting at most " +
+             std::to_string(kStreamingLlcCap >> 20) + " MiB)";
+    });
   }
 }
 
 }  // namespace
 
 Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, std::int64_t inner_extent,
-               const Options& options, const MachineInfo& machine) {
+               const Options& options, const MachineInfo& machine, bool explain) {
   Plan plan;
+  plan.explained = explain;
   plan.order = options.pass_order;
   const bool columns = inner_extent > 0 && options.algorithm != Algorithm::naive;
   // What the call moves: its elements, read and written once (the variant's cache
@@ -169,15 +184,17 @@ Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, std::
     // keeps its textbook rows (it overflows on purpose).
     const std::int64_t element_bytes = static_cast<std::int64_t>(size_of(dtype));
     plan.panel_width = panel_width(op, length, element_bytes, inner_extent, machine);
-    plan.reason = "non-last axis of " + std::to_string(length) + " elements: column panels of " +
-                  std::to_string(plan.panel_width) + " of the " + std::to_string(inner_extent) +
-                  " contiguous columns, one softmax per vector lane";
+    plan.because([&] {
+      return "non-last axis of " + std::to_string(length) + " elements: column panels of " +
+             std::to_string(plan.panel_width) + " of the " + std::to_string(inner_extent) +
+             " contiguous columns, one softmax per vector lane";
+    });
     choose_column_passes(plan, op, dtype, length * element_bytes * plan.panel_width, options.algorithm, machine);
   } else if (options.algorithm == Algorithm::automatic) {
     choose_variant(plan, op, dtype, length, moved, machine);
   } else {
     plan.algorithm = options.algorithm;
-    plan.reason = std::string(to_string(options.algorithm)) + " was asked for";
+    plan.because([&] { return std::string(to_string(options.algorithm)) + " was asked for"; });
   }
   if (plan.algorithm == Algorithm::tiled) {
     // Blocks of half of L1, so that a block of input and its output share L1.
@@ -190,17 +207,19 @@ Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, std::
   const int wanted = options.threads > 0 ? options.threads : machine.threads;
   const std::int64_t by_work = std::max<std::int64_t>(1, elements / kMinElementsPerThread);
   std::int64_t units = rows;
-  std::string unit_text = std::to_string(rows) + " rows";
+  const bool split_rows = !columns && plan.chunk > 0 && rows < wanted;
   if (columns) {
     units = rows / inner_extent * ((inner_extent + plan.panel_width - 1) / plan.panel_width);
-    unit_text = std::to_string(units) + " panels";
-  } else if (plan.chunk > 0 && rows < wanted) {
+  } else if (split_rows) {
     units = (length + plan.chunk - 1) / plan.chunk;
-    unit_text = std::to_string(rows) + " rows split into " + std::to_string(units) + " chunks";
   }
   plan.threads = static_cast<int>(std::max<std::int64_t>(1, std::min({static_cast<std::int64_t>(wanted), units, by_work})));
-  plan.reason += "; " + std::to_string(plan.threads) + " of " + std::to_string(wanted) + " threads (" + unit_text +
-                 ", at least " + std::to_string(kMinElementsPerThread) + " elements per thread)";
+  plan.because([&] {
+    const std::string unit_text = split_rows ? std::to_string(rows) + " rows split into " + std::to_string(units) + " chunks"
+                                             : std::to_string(units) + (columns ? " panels" : " rows");
+    return "; " + std::to_string(plan.threads) + " of " + std::to_string(wanted) + " threads (" + unit_text +
+           ", at least " + std::to_string(kMinElementsPerThread) + " elements per thread)";
+  });
 
   choose_stores(plan, op, dtype, moved, columns, options.stores, machine);
   return plan;
