@@ -19,6 +19,7 @@
 #include "cpu/simd/convert-inl.h"
 #include "cpu/simd/exp-inl.h"
 #include "cpu/simd/exp_minus_max-inl.h"
+#include "cpu/simd/sum-inl.h"
 #include "cpu/simd/walk-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -183,81 +184,6 @@ float RMax(const T* x, std::size_t n) {
   WalkForMax(n, [&](std::size_t i, std::size_t count) { max.Add(x + i, count); });
   return max.Result(x, n);
 }
-
-// Float lanes accumulated into double lanes.
-#if HWY_TARGET == HWY_SCALAR
-using DD = hn::Rebind<double, DF>;
-HWY_INLINE void AddWide(DD dd, hn::Vec<DD>& lo, hn::Vec<DD>& /*hi*/, VF v) {
-  lo = hn::Add(lo, hn::PromoteTo(dd, v));
-}
-#else
-using DD = hn::Rebind<double, hn::Half<DF>>;
-HWY_INLINE void AddWide(DD dd, hn::Vec<DD>& lo, hn::Vec<DD>& hi, VF v) {
-  const hn::Half<DF> dh;
-  lo = hn::Add(lo, hn::PromoteTo(dd, hn::LowerHalf(dh, v)));
-  hi = hn::Add(hi, hn::PromoteTo(dd, hn::UpperHalf(dh, v)));
-}
-#endif
-
-// The running ExpSum of a pass. Terms come in fours, added in float by a tree of
-// depth two, and kBlockFours such sums are added in float one after the other before
-// they widen into double accumulators: a term meets at most five float roundings
-// (within 5 * 2^-24 of the block's sum, since the terms are never negative; d stays
-// within three float ulps, the accuracy bar allows sixteen), and the widening, whose
-// conversions and lane moves cost more than the adds, comes once per sixteen
-// vectors. Pairs and single terms (a row's last vectors) widen at once. With
-// kSplitAtMax, terms at the max (z == 0, exp exactly 1) are counted in integer lanes
-// instead, so that d - 1 stays exact for log_softmax and logsumexp (ExpSum).
-template <bool kSplitAtMax>
-class SumLanes {
- public:
-  SumLanes() : a0_(hn::Zero(dd_)), a1_(a0_), block_(hn::Zero(d_)), count_(hn::Zero(di_)) {}
-
-  HWY_INLINE void Add(VF e0, VF z0, VF e1, VF z1, VF e2, VF z2, VF e3, VF z3) {
-    block_ = hn::Add(block_, hn::Add(hn::Add(Term(e0, z0), Term(e1, z1)), hn::Add(Term(e2, z2), Term(e3, z3))));
-    if (++block_fours_ == kBlockFours) {
-      AddWide(dd_, a0_, a1_, block_);
-      block_ = hn::Zero(d_);
-      block_fours_ = 0;
-    }
-  }
-  HWY_INLINE void Add(VF e0, VF z0, VF e1, VF z1) { AddWide(dd_, a0_, a1_, hn::Add(Term(e0, z0), Term(e1, z1))); }
-  HWY_INLINE void Add(VF e, VF z) { AddWide(dd_, a0_, a1_, Term(e, z)); }
-
-  ExpSum Result() const {
-    ExpSum r;
-    hn::Vec<DD> a0 = a0_, a1 = a1_;
-    AddWide(dd_, a0, a1, block_);
-    r.below_max = hn::GetLane(hn::SumOfLanes(dd_, hn::Add(a0, a1)));
-    if constexpr (kSplitAtMax) {
-      HWY_ALIGN std::int32_t counts[kMaxVectorBytes / sizeof(std::int32_t)];
-      hn::Store(count_, di_, counts);
-      for (std::size_t i = 0; i < hn::Lanes(di_); ++i) r.at_max += counts[i];
-    }
-    return r;
-  }
-
- private:
-  HWY_INLINE VF Term(VF e, VF z) {
-    if constexpr (kSplitAtMax) {
-      const auto at_max = hn::Eq(z, hn::Zero(d_));
-      count_ = hn::Sub(count_, hn::VecFromMask(di_, hn::RebindMask(di_, at_max)));  // a true lane is -1
-      return hn::IfThenZeroElse(at_max, e);
-    } else {
-      return e;
-    }
-  }
-
-  static constexpr int kBlockFours = 4;
-
-  DF d_;
-  DD dd_;
-  DI di_;
-  hn::Vec<DD> a0_, a1_;
-  VF block_;  // the float sum of the current block's fours
-  int block_fours_ = 0;
-  hn::Vec<DI> count_;
-};
 
 // Fetches the part [i, i + count) of `ahead` into cache (x for reading, y for
 // writing): a few lines per step of a pass, so that the requests run beside the

@@ -24,6 +24,7 @@
 #include "cpu/simd/exp-inl.h"
 #include "cpu/simd/exp_f64-inl.h"
 #include "cpu/simd/exp_minus_max-inl.h"
+#include "cpu/simd/sum-inl.h"
 #include "cpu/simd/walk-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -575,19 +576,6 @@ HWY_INLINE void AddOffsets(VW m, VF x, VF w, VW& acc0, VW& acc1) {
 #endif
 }
 
-// acc0, acc1 += v's lanes, widened to double.
-HWY_INLINE void AddWidened(VF v, VW& acc0, VW& acc1) {
-  const DW dw;
-#if HWY_TARGET == HWY_SCALAR
-  (void)acc1;
-  acc0 = hn::Add(acc0, hn::PromoteTo(dw, v));
-#else
-  const hn::Half<DF> dh;
-  acc0 = hn::Add(acc0, hn::PromoteTo(dw, hn::LowerHalf(dh, v)));
-  acc1 = hn::Add(acc1, hn::PromoteTo(dw, hn::UpperHalf(dh, v)));
-#endif
-}
-
 // The gradient factors of a row in float lanes: grad = (S * p - a) * scale = e * P -
 // w * A with P = S / d * scale as a double-float (so that its rounding does not add
 // to the exp's) and A = spread * scale. `all_in_double` where P or A is beyond
@@ -665,40 +653,49 @@ double CrossEntropyRowT(const T* x, T* grad, const T* weight, std::size_t n, con
 
 // The first pass of cross-entropy with stored exps (gradient_rows.hpp), over one block.
 // The exps of a block, exp(x - m_b), stored in e; their sum below the max comes back
-// with the count at the max. `scaled_exp(x)` gives exp(x - m_b) * 2^64, never
+// with the count at the max. `scaled_exp(x, z)` gives exp(x - m_b) * 2^64 (and z = x - m_b), never
 // subnormal (0 below exp(-104)), `correction` the factor its sum below the max takes:
 // the sum stays exact where every term lies below float's normal range (a confident
 // row's loss is their sum), and the stored exps are scaled back by one product.
 template <class T, class ScaledExp>
-HWY_INLINE BlockExpSum StoreScaledExps(const T* x, float* e, std::size_t n, float block_max, ScaledExp&& scaled_exp,
+HWY_INLINE BlockExpSum StoreScaledExps(const T* x, float* e, std::size_t n, ScaledExp&& scaled_exp,
                                        double correction) {
   const DF df;
-  const DW dw;
   const std::size_t N = hn::Lanes(df);
-  const VF vm = hn::Set(df, block_max);
   const VF neg_inf = hn::Set(df, -std::numeric_limits<float>::infinity());
   const VF unscale = hn::Set(df, 0x1p-64f);
-  VW below0 = hn::Zero(dw), below1 = hn::Zero(dw);
-  std::int64_t at_max = 0;
-  // The terms below the max come back (0 at the max and in the tail's other lanes,
-  // whose x is -inf).
-  auto exps = [&](std::size_t i, std::size_t count) SMAX_INLINE_LAMBDA {
-    const VF vx = LoadFloats(df, x + i, count, neg_inf);
-    const VF scaled = scaled_exp(vx);
+  // The row kernels' sum (cpu/simd/sum-inl.h): the terms at the max (z == 0) counted,
+  // the others added in float blocks of sixteen vectors before they widen, where
+  // widening every pair and counting by mask popcounts made this pass 60% slower than
+  // the loss-only sum.
+  cs::SumLanes</*kSplitAtMax=*/true> sum;
+  // exp(x - m_b) * 2^64 over [i, i + count) (tail lanes' x is -inf: 0), stored scaled
+  // back; z is 0 exactly at the max.
+  auto exp_at = [&](std::size_t i, std::size_t count, VF& z) SMAX_INLINE_LAMBDA {
+    const VF scaled = scaled_exp(LoadFloats(df, x + i, count, neg_inf), z);
     const VF ex = hn::Mul(scaled, unscale);
     if (count == N) hn::StoreU(ex, df, e + i);
     else cs::StoreTail(df, ex, e + i, count);
-    const auto is_max = hn::Eq(vx, vm);
-    at_max += static_cast<std::int64_t>(hn::CountTrue(df, is_max));
-    return hn::IfThenZeroElse(is_max, scaled);
+    return scaled;
   };
-  auto add_pair = [&](VF pair) SMAX_INLINE_LAMBDA { AddWidened(pair, below0, below1); };
   std::size_t i = 0;
-  for (; i + 2 * N <= n; i += 2 * N) add_pair(hn::Add(exps(i, N), exps(i + N, N)));
-  for (; i < n; i += N) add_pair(exps(i, std::min(N, n - i)));
+  for (; i + 4 * N <= n; i += 4 * N) {
+    VF z0, z1, z2, z3;
+    const VF e0 = exp_at(i, N, z0);
+    const VF e1 = exp_at(i + N, N, z1);
+    const VF e2 = exp_at(i + 2 * N, N, z2);
+    const VF e3 = exp_at(i + 3 * N, N, z3);
+    sum.Add(e0, z0, e1, z1, e2, z2, e3, z3);
+  }
+  for (; i < n; i += N) {
+    VF z;
+    const VF ev = exp_at(i, std::min(N, n - i), z);
+    sum.Add(ev, z);
+  }
+  const cpu::simd::ExpSum total = sum.Result();
   BlockExpSum out;
-  out.at_max = at_max;
-  out.below_max = hn::GetLane(hn::SumOfLanes(dw, hn::Add(below0, below1))) * 0x1p-64 * correction;
+  out.at_max = total.at_max;
+  out.below_max = total.below_max * 0x1p-64 * correction;
   return out;
 }
 
@@ -712,17 +709,16 @@ BlockExpSum StoreExps(const T* x, float* e, std::size_t n, float block_max) {
   if constexpr (HWY_NATIVE_FMA) {
     if (cpu::simd::MaxSplit::fits(block_max)) {
       return cs::WithFoldedExp<cs::ExpRange::times_2_64>(df, block_max, [&](const auto exp_of) {
-        return StoreScaledExps(x, e, n, block_max, [=](VF vx) SMAX_INLINE_LAMBDA {
-          VF s;
-          return exp_of(df, vx, s);
-        }, exp_of.below_max_correction);
+        return StoreScaledExps(
+            x, e, n, [=](VF vx, VF& z) SMAX_INLINE_LAMBDA { return exp_of(df, vx, z); },
+            exp_of.below_max_correction);
       });
     }
   }
   const VF neg_m = hn::Set(df, -block_max);
   const cs::InverseTemperatureLanes<DF> unit_t(df, cpu::simd::InverseTemperature::of(1.0));
-  return StoreScaledExps(x, e, n, block_max, [=](VF vx) SMAX_INLINE_LAMBDA {
-    VF z, z_lo;
+  return StoreScaledExps(x, e, n, [=](VF vx, VF& z) SMAX_INLINE_LAMBDA {
+    VF z_lo;
     cs::ScaledDifference<true, true>(df, unit_t, vx, neg_m, z, z_lo);
     return cs::ExpTimes2Pow64(df, z, z_lo);
   }, 1.0);

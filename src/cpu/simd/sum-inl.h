@@ -1,0 +1,112 @@
+// Sums of exps in float lanes accumulated into double lanes (SumLanes), shared by
+// the row kernels (cpu/simd/f32_rows.cpp) and cross-entropy's stored exps
+// (training/simd/gradient_rows.cpp). Compiled once per target (the -inl.h convention).
+
+#if defined(SMAX_CPU_SIMD_SUM_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef SMAX_CPU_SIMD_SUM_INL_H_
+#undef SMAX_CPU_SIMD_SUM_INL_H_
+#else
+#define SMAX_CPU_SIMD_SUM_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstdint>
+
+#include <hwy/highway.h>
+
+#include "cpu/simd/f32_rows.hpp"
+#include "cpu/simd/walk-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace smax::cpu::simd::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// The double lanes that a vector of floats widens into.
+#if HWY_TARGET == HWY_SCALAR
+using SumWideD = hn::Rebind<double, hn::ScalableTag<float>>;
+#else
+using SumWideD = hn::Rebind<double, hn::Half<hn::ScalableTag<float>>>;
+#endif
+
+// lo, hi += v's lanes widened to double.
+HWY_INLINE void AddWide(SumWideD dd, hn::Vec<SumWideD>& lo, hn::Vec<SumWideD>& hi,
+                        hn::Vec<hn::ScalableTag<float>> v) {
+#if HWY_TARGET == HWY_SCALAR
+  (void)hi;
+  lo = hn::Add(lo, hn::PromoteTo(dd, v));
+#else
+  const hn::Half<hn::ScalableTag<float>> dh;
+  lo = hn::Add(lo, hn::PromoteTo(dd, hn::LowerHalf(dh, v)));
+  hi = hn::Add(hi, hn::PromoteTo(dd, hn::UpperHalf(dh, v)));
+#endif
+}
+
+// The running ExpSum of a pass. Terms come in fours, added in float by a tree of
+// depth two, and kBlockFours such sums are added in float one after the other before
+// they widen into double accumulators: a term meets at most five float roundings
+// (within 5 * 2^-24 of the block's sum, since the terms are never negative; d stays
+// within three float ulps, the accuracy bar allows sixteen), and the widening, whose
+// conversions and lane moves cost more than the adds, comes once per sixteen
+// vectors. Pairs and single terms (a row's last vectors) widen at once. With
+// kSplitAtMax, terms at the max (z == 0, exp exactly 1) are counted in integer lanes
+// instead, so that d - 1 stays exact for log_softmax and logsumexp (ExpSum).
+template <bool kSplitAtMax>
+class SumLanes {
+  using DF = hn::ScalableTag<float>;
+  using VF = hn::Vec<DF>;
+  using DI = hn::RebindToSigned<DF>;
+  using DD = SumWideD;
+
+ public:
+  SumLanes() : a0_(hn::Zero(dd_)), a1_(a0_), block_(hn::Zero(d_)), count_(hn::Zero(di_)) {}
+
+  HWY_INLINE void Add(VF e0, VF z0, VF e1, VF z1, VF e2, VF z2, VF e3, VF z3) {
+    block_ = hn::Add(block_, hn::Add(hn::Add(Term(e0, z0), Term(e1, z1)), hn::Add(Term(e2, z2), Term(e3, z3))));
+    if (++block_fours_ == kBlockFours) {
+      AddWide(dd_, a0_, a1_, block_);
+      block_ = hn::Zero(d_);
+      block_fours_ = 0;
+    }
+  }
+  HWY_INLINE void Add(VF e0, VF z0, VF e1, VF z1) { AddWide(dd_, a0_, a1_, hn::Add(Term(e0, z0), Term(e1, z1))); }
+  HWY_INLINE void Add(VF e, VF z) { AddWide(dd_, a0_, a1_, Term(e, z)); }
+
+  ExpSum Result() const {
+    ExpSum r;
+    hn::Vec<DD> a0 = a0_, a1 = a1_;
+    AddWide(dd_, a0, a1, block_);
+    r.below_max = hn::GetLane(hn::SumOfLanes(dd_, hn::Add(a0, a1)));
+    if constexpr (kSplitAtMax) {
+      HWY_ALIGN std::int32_t counts[kMaxVectorBytes / sizeof(std::int32_t)];
+      hn::Store(count_, di_, counts);
+      for (std::size_t i = 0; i < hn::Lanes(di_); ++i) r.at_max += counts[i];
+    }
+    return r;
+  }
+
+ private:
+  HWY_INLINE VF Term(VF e, VF z) {
+    if constexpr (kSplitAtMax) {
+      const auto at_max = hn::Eq(z, hn::Zero(d_));
+      count_ = hn::Sub(count_, hn::VecFromMask(di_, hn::RebindMask(di_, at_max)));  // a true lane is -1
+      return hn::IfThenZeroElse(at_max, e);
+    } else {
+      return e;
+    }
+  }
+
+  static constexpr int kBlockFours = 4;
+
+  DF d_;
+  DD dd_;
+  DI di_;
+  hn::Vec<DD> a0_, a1_;
+  VF block_;  // the float sum of the current block's fours
+  int block_fours_ = 0;
+  hn::Vec<DI> count_;
+};
+
+}  // namespace smax::cpu::simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // SMAX_CPU_SIMD_SUM_INL_H_
