@@ -501,9 +501,9 @@ HWY_INLINE double ExpsInRegisters(const Exp& exp_of, VF (&v)[kVectors]) {
   return sum.Result().below_max;
 }
 
-// The max of a row of at most kVectors vectors, or NaN where an element is NaN or
-// +inf (the rows in registers leave both to the general path). A sum kept beside the
-// max is NaN for either (a NaN, or +inf meeting -inf) or +inf.
+// The max of a row of at most kVectors vectors, or NaN where an element is NaN: a sum
+// kept beside the max is NaN then (or where +inf meets -inf, a row whose max is +inf
+// anyway). The rows in registers leave rows with either to the general path.
 template <class T, std::size_t kVectors>
 HWY_INLINE float MaxInRegisters(const T* x, std::size_t n) {
   const DF d;

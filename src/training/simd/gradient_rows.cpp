@@ -263,32 +263,11 @@ HWY_INLINE bool Streams(bool stream, const T* dx) {
   return stream && reinterpret_cast<std::uintptr_t>(dx) % sizeof(T) == 0;
 }
 
-// Walks [0, n) in float vectors, two at a time (prefetching that stretch of the next
-// row), then one, then the tail: step(i, count). With `aligned_to` (an output row of
-// T), the walk first takes the piece before its first address aligned to a vector of
-// T, so that every whole vector after it (count == Lanes) is aligned, as streaming
-// stores need.
-template <class T, class Step>
-HWY_INLINE void WalkFloats(std::size_t n, const NextRow& next, Step&& step, const T* aligned_to = nullptr) {
-  const DF df;
-  const std::size_t N = hn::Lanes(df);
-  std::size_t i = 0;
-  if (aligned_to != nullptr) {
-    const std::size_t bytes = N * sizeof(T);
-    const std::size_t misalignment = reinterpret_cast<std::uintptr_t>(aligned_to) % bytes;
-    i = std::min(n, (bytes - misalignment) % bytes / sizeof(T));
-    if (i > 0) step(0, i);
-  }
-  for (; i + 2 * N <= n; i += 2 * N) {
-    PrefetchNext(next, i * sizeof(T), 2 * N * sizeof(T));
-    step(i, N);
-    step(i + N, N);
-  }
-  for (; i + N <= n; i += N) step(i, N);
-  if (i < n) step(i, n - i);
-}
-
-// WalkFloats with pair(i) for each two whole vectors [i, i + 2 Lanes).
+// Walks [0, n) in float vectors, two at a time (pair(i), prefetching that stretch of
+// the next row), then one, then the tail: step(i, count). With `aligned_to` (an output
+// row of T), the walk first takes the piece before its first address aligned to a
+// vector of T, so that every whole vector after it (count == Lanes) is aligned, as
+// streaming stores need.
 template <class T, class Pair, class Step>
 HWY_INLINE void WalkFloatPairs(std::size_t n, const NextRow& next, Pair&& pair, Step&& step,
                                const T* aligned_to = nullptr) {
@@ -307,6 +286,19 @@ HWY_INLINE void WalkFloatPairs(std::size_t n, const NextRow& next, Pair&& pair, 
   }
   for (; i + N <= n; i += N) step(i, N);
   if (i < n) step(i, n - i);
+}
+
+// WalkFloatPairs with each pair as two steps.
+template <class T, class Step>
+HWY_INLINE void WalkFloats(std::size_t n, const NextRow& next, Step&& step, const T* aligned_to = nullptr) {
+  const std::size_t N = hn::Lanes(DF());
+  WalkFloatPairs<T>(
+      n, next,
+      [&](std::size_t i) SMAX_INLINE_LAMBDA {
+        step(i, N);
+        step(i + N, N);
+      },
+      step, aligned_to);
 }
 
 // y = f(a, b) elementwise over [0, n) in double lanes; a vector's loads come before
@@ -653,8 +645,9 @@ double CrossEntropyRowT(const T* x, T* grad, const T* weight, std::size_t n, con
 
 // The first pass of cross-entropy with stored exps (gradient_rows.hpp), over one block.
 // The exps of a block, exp(x - m_b), stored in e; their sum below the max comes back
-// with the count at the max. `scaled_exp(x, z)` gives exp(x - m_b) * 2^64 (and z = x - m_b), never
-// subnormal (0 below exp(-104)), `correction` the factor its sum below the max takes:
+// with the count at the max. `scaled_exp(x, z)` gives exp(x - m_b) * 2^64 (z = x -
+// m_b), never subnormal (0 below exp(-104)), `correction` the factor its sum below the
+// max takes:
 // the sum stays exact where every term lies below float's normal range (a confident
 // row's loss is their sum), and the stored exps are scaled back by one product.
 template <class T, class ScaledExp>
@@ -664,10 +657,9 @@ HWY_INLINE BlockExpSum StoreScaledExps(const T* x, float* e, std::size_t n, Scal
   const std::size_t N = hn::Lanes(df);
   const VF neg_inf = hn::Set(df, -std::numeric_limits<float>::infinity());
   const VF unscale = hn::Set(df, 0x1p-64f);
-  // The row kernels' sum (cpu/simd/sum-inl.h): the terms at the max (z == 0) counted,
-  // the others added in float blocks of sixteen vectors before they widen, where
-  // widening every pair and counting by mask popcounts made this pass 60% slower than
-  // the loss-only sum.
+  // The row kernels' sum (cpu/simd/sum-inl.h): the terms at the max (z == 0) counted
+  // in integer lanes, the others added in float blocks of sixteen vectors before they
+  // widen (a widening every pair and a popcount every vector cost 3% to 5% of a call).
   cs::SumLanes</*kSplitAtMax=*/true> sum;
   // exp(x - m_b) * 2^64 over [i, i + count) (tail lanes' x is -inf: 0), stored scaled
   // back; z is 0 exactly at the max.
