@@ -107,9 +107,7 @@ HWY_INLINE std::size_t AlignmentHead(D d, const T* y, std::size_t n) {
 template <class D, class T, class Whole, class Part>
 HWY_INLINE void WalkAligned(D d, const T* y, std::size_t n, bool backward, Whole&& whole, Part&& part) {
   const std::size_t N = hn::Lanes(d);
-  const std::size_t bytes = N * sizeof(T);
-  const std::size_t misalignment = reinterpret_cast<std::uintptr_t>(y) % bytes;
-  const std::size_t head = std::min(n, (bytes - misalignment) % bytes / sizeof(T));
+  const std::size_t head = AlignmentHead(d, y, n);
   const std::size_t body_end = head + (n - head) / N * N;
   if (!backward) {
     if (head > 0) part(0, head);

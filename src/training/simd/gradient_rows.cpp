@@ -275,9 +275,7 @@ HWY_INLINE void WalkFloatPairs(std::size_t n, const NextRow& next, Pair&& pair, 
   const std::size_t N = hn::Lanes(df);
   std::size_t i = 0;
   if (aligned_to != nullptr) {
-    const std::size_t bytes = N * sizeof(T);
-    const std::size_t misalignment = reinterpret_cast<std::uintptr_t>(aligned_to) % bytes;
-    i = std::min(n, (bytes - misalignment) % bytes / sizeof(T));
+    i = cs::AlignmentHead(df, aligned_to, n);
     if (i > 0) step(0, i);
   }
   for (; i + 2 * N <= n; i += 2 * N) {
