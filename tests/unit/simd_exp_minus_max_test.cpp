@@ -62,7 +62,7 @@ class SimdExpMinusMax : public SeededTest {
 // form, with or without (`table`) the table of 2^(j / 32); printed per target (the
 // gradual form apart: it never takes the table).
 double worst_error(SimdExpMinusMax& test, const std::vector<float>& maxima, bool table, double bound,
-                   const char* what) {
+                   const char* what, bool marks_max = true) {
   std::map<std::string, double> worst_of_target;
   for (float m : maxima) {
     const std::vector<float> x = test.row_below(m);
@@ -70,7 +70,9 @@ double worst_error(SimdExpMinusMax& test, const std::vector<float>& maxima, bool
     for (std::int64_t t : simd_targets()) {
       for (Form form : kForms) {
         bool ran = false;
-        with_target(t, [&] { ran = cpu::simd::f32_exp_minus_max(x.data(), y.data(), x.size(), m, form, table); });
+        with_target(t, [&] {
+          ran = cpu::simd::f32_exp_minus_max(x.data(), y.data(), x.size(), m, form, table, marks_max);
+        });
         if (!ran) continue;
         double worst = 0;
         std::size_t worst_at = 0;
@@ -81,7 +83,8 @@ double worst_error(SimdExpMinusMax& test, const std::vector<float>& maxima, bool
           if (e > worst) worst = e, worst_at = i;
         }
         EXPECT_LE(worst, bound) << hwy::TargetName(t) << " m=" << m << " x=" << x[worst_at]
-                                << " form=" << static_cast<int>(form) << " table=" << table;
+                                << " form=" << static_cast<int>(form) << " table=" << table
+                                << " marks_max=" << marks_max;
         double& w = worst_of_target[std::string(hwy::TargetName(t)) + (form == Form::gradual ? " gradual" : "")];
         w = std::max(w, worst);
       }
@@ -99,6 +102,7 @@ double worst_error(SimdExpMinusMax& test, const std::vector<float>& maxima, bool
 TEST_F(SimdExpMinusMax, Within2Point5UlpOfTheExactDifferenceForMaximaOfAnySize) {
   worst_error(*this, maxima(), true, 2.5, "as the rows run it");
   worst_error(*this, maxima(), false, 2.5, "without the table");
+  worst_error(*this, maxima(), true, 2.5, "for passes not marking the max", /*marks_max=*/false);
 }
 
 // The table's form (AVX-512, |m| <= 600) for maxima whose k = round(32 m log2(e))
@@ -109,18 +113,31 @@ TEST_F(SimdExpMinusMax, TableFormWithinOneUlpAndAHalfForEveryResidue) {
   std::uniform_real_distribution<float> wide(-600.0f, 600.0f);
   for (int i = 0; i < 40; ++i) m.push_back(wide(rng()));
   EXPECT_GT(worst_error(*this, m, true, 1.5, "table's domain"), 0.0);
+  // t taken from x directly (DirectTableExp): |r| up to ln2 / 32, the cubic's error
+  // still below 0.2 ulp. Maxima whose m log2(e) lies halfway between multiples of
+  // 1/32 (a tie, where the form would not be exact at the max) are among them.
+  for (int j = -64; j < 64; ++j) m.push_back(static_cast<float>((j + 0.5) / 32 / 1.44269502162933349609375));
+  EXPECT_GT(worst_error(*this, m, true, 1.5, "table's domain, t from x", /*marks_max=*/false), 0.0);
 }
 
 TEST_F(SimdExpMinusMax, TheMaxGivesExactlyOne) {
-  for (float m : maxima()) {
+  std::vector<float> m_all = maxima();
+  // m log2(e) as near halfway between multiples of 1/32 as floats come: where t from x
+  // (DirectTableExp) has the least margin for n = 0 at the max.
+  for (int j = -64; j < 64; ++j) m_all.push_back(static_cast<float>((j + 0.5) / 32 / 1.44269502162933349609375));
+  for (float m : m_all) {
     const std::vector<float> x(37, m);
     std::vector<float> y(x.size());
     for (std::int64_t t : simd_targets()) {
       for (Form form : kForms) {
         bool ran = false;
-        with_target(t, [&] { ran = cpu::simd::f32_exp_minus_max(x.data(), y.data(), x.size(), m, form); });
-        if (!ran) continue;
-        for (float v : y) ASSERT_EQ(v, scale_of(form)) << hwy::TargetName(t) << " m=" << m;
+        for (bool marks_max : {true, false}) {
+          with_target(t, [&] {
+            ran = cpu::simd::f32_exp_minus_max(x.data(), y.data(), x.size(), m, form, true, marks_max);
+          });
+          if (!ran) continue;
+          for (float v : y) ASSERT_EQ(v, scale_of(form)) << hwy::TargetName(t) << " m=" << m << " " << marks_max;
+        }
       }
     }
   }
@@ -133,19 +150,25 @@ TEST_F(SimdExpMinusMax, FlushesBelowTheNormalRangeAndKeepsNaN) {
     const std::vector<float> x = {m - 87.34f, m - 88.0f, m - 150.0f, -1e30f, -3e38f, -inf, nan, m - 87.3f};
     for (std::int64_t t : simd_targets()) {
       std::vector<float> y(x.size(), -1.0f);
-      with_target(t, [&] { cpu::simd::f32_exp_minus_max(x.data(), y.data(), x.size(), m, Form::flush); });
       SCOPED_TRACE(hwy::TargetName(t));
-      for (std::size_t i = 0; i < 6; ++i) EXPECT_EQ(y[i], 0.0f) << "m=" << m << " x=" << x[i];
-      EXPECT_TRUE(std::isnan(y[6]));
-      EXPECT_GE(y[7], std::numeric_limits<float>::min()) << "m=" << m;
-      // times 2^64: zero below exp(-104) only.
-      std::vector<float> y64(x.size(), -1.0f);
-      bool ran = false;
-      with_target(t, [&] { ran = cpu::simd::f32_exp_minus_max(x.data(), y64.data(), x.size(), m, Form::times_2_64); });
-      if (!ran) continue;
-      EXPECT_GT(y64[1], 0.0f) << "m=" << m;
-      for (std::size_t i = 2; i < 6; ++i) EXPECT_EQ(y64[i], 0.0f) << "m=" << m << " x=" << x[i];
-      EXPECT_TRUE(std::isnan(y64[6]));
+      for (bool marks_max : {true, false}) {
+        with_target(t, [&] {
+          cpu::simd::f32_exp_minus_max(x.data(), y.data(), x.size(), m, Form::flush, true, marks_max);
+        });
+        for (std::size_t i = 0; i < 6; ++i) EXPECT_EQ(y[i], 0.0f) << "m=" << m << " x=" << x[i] << " " << marks_max;
+        EXPECT_TRUE(std::isnan(y[6]));
+        EXPECT_GE(y[7], std::numeric_limits<float>::min()) << "m=" << m << " " << marks_max;
+        // times 2^64: zero below exp(-104) only.
+        std::vector<float> y64(x.size(), -1.0f);
+        bool ran = false;
+        with_target(t, [&] {
+          ran = cpu::simd::f32_exp_minus_max(x.data(), y64.data(), x.size(), m, Form::times_2_64, true, marks_max);
+        });
+        if (!ran) continue;
+        EXPECT_GT(y64[1], 0.0f) << "m=" << m;
+        for (std::size_t i = 2; i < 6; ++i) EXPECT_EQ(y64[i], 0.0f) << "m=" << m << " x=" << x[i];
+        EXPECT_TRUE(std::isnan(y64[6]));
+      }
     }
   }
 }
