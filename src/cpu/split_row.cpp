@@ -7,6 +7,8 @@
 #include <type_traits>
 #include <vector>
 
+#include <hwy/aligned_allocator.h>
+
 #include "cpu/passes.hpp"
 
 namespace smax::cpu {
@@ -41,33 +43,64 @@ void for_each_share(std::int64_t count, int threads, Body&& body) {
   });
 }
 
-// Fused over chunks needs y to hold float exps in place.
+// Fused over chunks: contiguous softmax rows of the vectorised types.
 template <class T>
 bool stores_exps(const Row<T>& row, const RowParams& p) {
-  return std::is_same_v<T, float> && p.store_exps && p.op == Op::softmax && row.x_stride == 1 && row.y_stride == 1;
+  return kSimdRows<T> && p.store_exps && p.op == Op::softmax && row.x_stride == 1 && row.y_stride == 1;
+}
+
+// Where fused over chunks keeps a 16-bit row's float exps: one buffer per calling
+// thread (the threads sharing the row write their chunks' parts of it), grown to the
+// longest row met and kept, as fused's buffer is. Aligned to the vector (no stored
+// exp crosses a cache line). Null if it cannot grow.
+float* exps_scratch(std::int64_t n) {
+  thread_local hwy::AlignedFreeUniquePtr<float[]> buffer;
+  thread_local std::int64_t size = 0;
+  if (n > size) {
+    buffer = hwy::AllocateAligned<float>(static_cast<std::size_t>(n));
+    size = buffer != nullptr ? n : 0;
+  }
+  return buffer.get();
 }
 
 // Pass 1's exp pass over [begin, end) without a max pass before it, where a kernel
 // takes it (softmax over contiguous f32, f16 and bf16 rows: the stored exps of fused
-// over chunks, or the sum alone); not ok elsewhere, or where the guess cannot stand.
-// Stored exps need y apart from x: a guess found wanting after its exps overwrote
-// the input would leave the max pass nothing to read.
+// over chunks, to `exps`, or the sum alone); not ok elsewhere, or where the guess
+// cannot stand. Exps stored in place of the input cannot stand it: a guess found
+// wanting after they overwrote it would leave the max pass nothing to read.
 template <class T>
 simd::GuessedExpSum guessed_exp_pass(const Row<T>& row, std::int64_t begin, std::int64_t end, const RowParams& p,
-                                     bool store_exps, const simd::Ahead<T>& next) {
+                                     float* exps, const simd::Ahead<T>& next) {
   if constexpr (kSimdRows<T>) {
     if (p.op == Op::softmax && row.x_stride == 1) {
       const auto n = static_cast<std::size_t>(end - begin);
-      if constexpr (std::is_same_v<T, float>) {
-        if (store_exps) {
-          if (row.x == row.y) return {};
-          return simd::f32_rstore_exp_from_guess(row.x + begin, row.y + begin, n, p.inv_t, next);
-        }
+      if (exps != nullptr) {
+        if (static_cast<const void*>(row.x) == static_cast<const void*>(exps)) return {};
+        return simd::f32_rstore_exp_from_guess(row.x + begin, exps + begin, n, p.inv_t, next);
       }
       return simd::f32_rsum_exp_from_guess(row.x + begin, n, p.inv_t, next);
     }
   }
   return {};
+}
+
+// y[0, n) = e[0, n) * factor (factor > 0, or 0 for a chunk that is all -inf), e the
+// stored exps of fused over chunks (y itself for f32 rows).
+template <class T>
+void scale_exps(float* e, T* y, std::size_t n, double factor) {
+  if constexpr (kSimdRows<T>) {
+    if (factor == 0.0) {
+      std::fill(y, y + n, T{});  // pass 1 stored nothing for an all -inf chunk
+    } else if (factor < static_cast<double>(std::numeric_limits<float>::min())) {
+      // Exps taken against a guess reach e^64, so a factor below float's normal range
+      // would lose bits of outputs that are not small: two steps, the second by a
+      // power of two (exact, or the outputs' own subnormal rounding).
+      simd::f32_vscale(e, e, n, static_cast<float>(factor * 0x1p120));
+      simd::f32_vscale(e, y, n, 0x1p-120f);
+    } else {
+      simd::f32_vscale(e, y, n, static_cast<float>(factor));
+    }
+  }
 }
 
 }  // namespace
@@ -80,7 +113,16 @@ void split_row(const Row<T>& row, const RowParams& p) {
   const std::int64_t chunks = std::max<std::int64_t>(1, (row.n + chunk - 1) / chunk);
   auto begin = [&](std::int64_t c) { return c * chunk; };
   auto end = [&](std::int64_t c) { return std::min(row.n, (c + 1) * chunk); };
-  const bool store_exps = stores_exps(row, p);
+  // Fused over chunks: the exps go to y itself (f32) or to a float buffer (16-bit).
+  float* exps = nullptr;
+  if (stores_exps(row, p)) {
+    if constexpr (std::is_same_v<T, float>) {
+      exps = row.y;
+    } else {
+      exps = exps_scratch(row.n);
+    }
+  }
+  const bool store_exps = exps != nullptr;
 
   // Chunk c's input and output, fetched into cache while the chunk before it is
   // computed (contiguous rows): the memory works beside the arithmetic.
@@ -99,8 +141,9 @@ void split_row(const Row<T>& row, const RowParams& p) {
     // Pass 1: each chunk's (max, sum).
     for (std::int64_t c = share.begin; c < share.end; ++c) {
       Stats<C>& s = partial[static_cast<std::size_t>(c)];
-      const simd::Ahead<T> next = c + 1 < share.end ? ahead(c + 1, store_exps) : simd::Ahead<T>{};
-      const simd::GuessedExpSum guessed = guessed_exp_pass(row, begin(c), end(c), p, store_exps, next);
+      const simd::Ahead<T> next =
+          c + 1 < share.end ? ahead(c + 1, store_exps && std::is_same_v<T, float>) : simd::Ahead<T>{};
+      const simd::GuessedExpSum guessed = guessed_exp_pass(row, begin(c), end(c), p, exps, next);
       if (guessed.ok) {
         // d against the chunk's max: the sum times exp((g - m) / T), in double.
         s.m = static_cast<C>(guessed.m);
@@ -110,10 +153,10 @@ void split_row(const Row<T>& row, const RowParams& p) {
       }
       s.m = max_pass(row.x, row.x_stride, begin(c), end(c), -std::numeric_limits<C>::infinity());
       if (!std::isfinite(s.m)) continue;
-      if constexpr (std::is_same_v<T, float>) {
+      if constexpr (kSimdRows<T>) {
         if (store_exps) {
           const auto n = static_cast<std::size_t>(end(c) - begin(c));
-          add_exp_sum(s.d, simd::f32_rstore_exp_minus_max(row.x + begin(c), row.y + begin(c), n,
+          add_exp_sum(s.d, simd::f32_rstore_exp_minus_max(row.x + begin(c), exps + begin(c), n,
                                                           static_cast<float>(s.m), p.inv_t, next));
           reference[static_cast<std::size_t>(c)] = s.m;
           continue;
@@ -150,30 +193,16 @@ void split_row(const Row<T>& row, const RowParams& p) {
       auto chunk_at = [&](std::int64_t k) { return p.order == PassOrder::reverse ? share.end - 1 - k : share.begin + k; };
       for (std::int64_t k = 0; k < count; ++k) {
         const std::int64_t c = chunk_at(k);
-        if constexpr (std::is_same_v<T, float>) {
-          if (store_exps) {
-            // The row max is finite here, so every chunk max is finite or -inf.
-            const double m_c = partial[static_cast<std::size_t>(c)].m;
-            const double factor = m_c == -std::numeric_limits<double>::infinity()
-                                      ? 0.0
-                                      : std::exp((reference[static_cast<std::size_t>(c)] - static_cast<double>(f.m)) *
-                                                 p.inv_t) *
-                                            static_cast<double>(f.scale);
-            float* y = row.y + begin(c);
-            const auto n = static_cast<std::size_t>(end(c) - begin(c));
-            if (factor == 0.0) {
-              std::fill(y, y + n, 0.0f);  // pass 1 stored nothing for an all -inf chunk
-            } else if (factor < static_cast<double>(std::numeric_limits<float>::min())) {
-              // Exps taken against a guess reach e^64, so a factor below float's normal
-              // range would lose bits of outputs that are not small: two steps, the
-              // second by a power of two (exact, or the outputs' own subnormal rounding).
-              simd::f32_vscale(y, y, n, static_cast<float>(factor * 0x1p120));
-              simd::f32_vscale(y, y, n, 0x1p-120f);
-            } else {
-              simd::f32_vscale(y, y, n, static_cast<float>(factor));
-            }
-            continue;
-          }
+        if (store_exps) {
+          // The row max is finite here, so every chunk max is finite or -inf.
+          const double m_c = partial[static_cast<std::size_t>(c)].m;
+          const double factor =
+              m_c == -std::numeric_limits<double>::infinity()
+                  ? 0.0
+                  : std::exp((reference[static_cast<std::size_t>(c)] - static_cast<double>(f.m)) * p.inv_t) *
+                        static_cast<double>(f.scale);
+          scale_exps(exps + begin(c), row.y + begin(c), static_cast<std::size_t>(end(c) - begin(c)), factor);
+          continue;
         }
         // The order applies to the chunks (reverse starts on those pass 1 left in
         // cache); each chunk is walked forward, the direction the prefetchers follow.

@@ -14,13 +14,14 @@ std::string kib(std::int64_t bytes) { return std::to_string(bytes >> 10) + " KiB
 //   exp once (stored, then scaled). Rows longer than fused's buffer run fused over
 //   chunks (f32 softmax: the exps are stored in the output itself), which threads
 //   can share.
-// - f32 softmax rows that fit in L2, or any row of a call that stays in the cache
+// - Softmax rows that fit in L2, or any row of a call that stays in the cache
 //   (kFusedCallLlcDivisor): fused over chunks too. Its scaling pass reads the stored
 //   exps back from the cache, and each exp is computed once where online computes it
 //   twice. Measured on the AMD EPYC (Zen 5) VM (1 MiB L2, 32 MiB L3): 1 x 128256 and
 //   1 x 262144 in cache 1.45x online's speed, from DRAM the same; rows larger than L2
 //   in calls that stream (64 x 262144) ran 15% slower than online, whose output
-//   streams (docs/PERFORMANCE.md).
+//   streams (docs/PERFORMANCE.md). 16-bit rows keep their exps in a float buffer
+//   beside the row, which counts in the working set.
 // - Rows of kSplitMinLength or more: online over chunks, each chunk read twice from
 //   cache, threads sharing the chunks.
 // - Fits in L2: safe; its three passes hit cache.
@@ -32,25 +33,30 @@ void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, std::in
   const std::int64_t row_bytes = length * static_cast<std::int64_t>(size_of(dtype)) * (op == Op::logsumexp ? 1 : 2);
   const auto row = [&] { return "row of " + std::to_string(length) + " elements (" + kib(row_bytes) + " in and out)"; };
   const bool fits_half_l2 = row_bytes <= m.l2_bytes / 2;
-  const bool call_stays_cached = stays_cached_between_passes(call_bytes, m);
+  // Fused over chunks: 16-bit rows add their float exps (twice their input's bytes).
+  const std::int64_t exps_bytes = dtype == DType::f32 ? 0 : 2 * length * static_cast<std::int64_t>(size_of(dtype));
+  const bool chunks_fit_l2 = row_bytes + exps_bytes <= m.l2_bytes;
+  const bool call_stays_cached =
+      stays_cached_between_passes(call_bytes * (row_bytes + exps_bytes) / std::max<std::int64_t>(row_bytes, 1), m);
   if (fits_half_l2 && length <= kFusedMaxLength) {
     plan.algorithm = Algorithm::fused;
     plan.because([&] {
       return row() + " fits in half of L2 (" + kib(m.l2_bytes) +
              "): fused reads it once, computes each exp once and writes it once";
     });
-  } else if (dtype == DType::f32 && op == Op::softmax && (row_bytes <= m.l2_bytes || call_stays_cached)) {
+  } else if (dtype != DType::f64 && op == Op::softmax && (chunks_fit_l2 || call_stays_cached)) {
     plan.algorithm = Algorithm::fused;
     plan.chunk = kChunkLength;
     plan.because([&] {
-      const std::string where = row_bytes <= m.l2_bytes / 2 ? " fits in half of L2 (" + kib(m.l2_bytes) + ")"
-                                : row_bytes <= m.l2_bytes  ? " fits in L2 (" + kib(m.l2_bytes) + ")"
-                                                           : " is in a call that stays in the cache (" +
-                                                                 kib(call_bytes) + ", at most 1/" +
-                                                                 std::to_string(kFusedCallLlcDivisor) + " of L3)";
-      return row() + where + ": fused over chunks of " + std::to_string(kChunkLength) +
-             " elements (each chunk's exps stored in the output, then scaled from the cache), merged in a "
-             "fixed order, so threads can share the row";
+      const std::string with = exps_bytes > 0 ? " with its float exps (" + kib(exps_bytes) + ")" : "";
+      const std::string where = row_bytes + exps_bytes <= m.l2_bytes / 2 ? with + " fits in half of L2 (" + kib(m.l2_bytes) + ")"
+                                : chunks_fit_l2 ? with + " fits in L2 (" + kib(m.l2_bytes) + ")"
+                                                : " is in a call that stays in the cache (" + kib(call_bytes) +
+                                                      (exps_bytes > 0 ? " and float exps" : "") + ", at most 1/" +
+                                                      std::to_string(kFusedCallLlcDivisor) + " of L3)";
+      return row() + where + ": fused over chunks of " + std::to_string(kChunkLength) + " elements (each chunk's exps stored " +
+             (exps_bytes > 0 ? "in a float buffer" : "in the output") +
+             ", then scaled from the cache), merged in a fixed order, so threads can share the row";
     });
   } else if (length >= kSplitMinLength) {
     plan.algorithm = Algorithm::online;

@@ -76,9 +76,10 @@ TEST_P(ThreadCounts, ASplitRowGivesIdenticalBitsOnAnyThreadCount) {
 class FusedOverChunks : public SeededTest {};
 
 TEST_F(FusedOverChunks, GiveIdenticalBitsOnAnyThreadCountAndMeetTheBar) {
-  for (std::int64_t n : {std::int64_t{40001}, std::int64_t{100003}}) {
+  for (const auto& [dtype, n] : {std::pair{DType::f32, std::int64_t{40001}}, std::pair{DType::f32, std::int64_t{100003}},
+                                 std::pair{DType::bf16, std::int64_t{40001}}, std::pair{DType::f16, std::int64_t{40001}}}) {
     const std::vector<std::int64_t> shape{3, n};
-    TestTensor x(DType::f32, shape);
+    TestTensor x(dtype, shape);
     fill_normal(x, rng(), Distribution{1e4, 5.0});
     for (std::int64_t i = n + 20000; i < n + 40000; ++i) x.set_at(i, -INFINITY);  // row 1: a whole chunk
     x.set_at(2 * n + 5, 1e4 + 60.0);                                                // row 2: one dominant element
@@ -86,8 +87,8 @@ TEST_F(FusedOverChunks, GiveIdenticalBitsOnAnyThreadCountAndMeetTheBar) {
       Options options;
       options.temperature = temperature;
       options.threads = 8;
-      SCOPED_TRACE("n=" + std::to_string(n) + " T=" + std::to_string(temperature));
-      const PlanInfo p = plan(Op::softmax, shape, DType::f32, options);
+      SCOPED_TRACE(std::string(to_string(dtype)) + " n=" + std::to_string(n) + " T=" + std::to_string(temperature));
+      const PlanInfo p = plan(Op::softmax, shape, dtype, options);
       if (p.algorithm != Algorithm::fused || p.chunk_length == 0) GTEST_SKIP() << "not fused over chunks here: " << p.reason;
       std::vector<TestTensor> outputs;
       for (int threads : {1, 2, 3, 8}) {
@@ -109,10 +110,11 @@ TEST_F(FusedOverChunks, GiveIdenticalBitsOnAnyThreadCountAndMeetTheBar) {
 // after the first stretch, or a first stretch of -inf, which take the max pass, and
 // a row whose scale factor would be subnormal without the headroom.
 TEST_F(FusedOverChunks, MaxesFoundBesideTheExpsMeetTheBar) {
-  // f32 fused over chunks, f32 rows beyond L2 and 16-bit rows online over chunks (their
-  // sum passes find the max the same way).
-  const std::pair<DType, std::int64_t> cases[] = {
-      {DType::f32, 40001}, {DType::f32, 300007}, {DType::bf16, 300007}, {DType::f16, 300007}};
+  // Fused over chunks (the 16-bit rows' exps in a float buffer, which lets a guess
+  // stand in place too), and rows beyond the cache online over chunks (their sum
+  // passes find the max the same way).
+  const std::pair<DType, std::int64_t> cases[] = {{DType::f32, 40001},   {DType::bf16, 40001},  {DType::f16, 40001},
+                                                  {DType::f32, 300007},  {DType::bf16, 300007}, {DType::f16, 300007}};
   int split = 0;
   for (const auto& [dtype, n] : cases) {
     SCOPED_TRACE(std::string(to_string(dtype)) + " n=" + std::to_string(n));

@@ -50,7 +50,7 @@ TEST_F(Planner, SmallRowsAreFused) {
   }
 }
 
-TEST_F(Planner, F32SoftmaxRowsThatFitInCacheRunFusedOverChunks) {
+TEST_F(Planner, SoftmaxRowsThatFitInCacheRunFusedOverChunks) {
   const std::array<std::int64_t, 2> shape{1, 3 * kFusedMaxLength};
   if (shape[1] * 8 > machine().l2_bytes / 2) GTEST_SKIP() << "L2 too small for this shape";
   const PlanInfo p = plan(Op::softmax, shape, DType::f32);
@@ -76,8 +76,13 @@ TEST_F(Planner, F32SoftmaxRowsThatFitInCacheRunFusedOverChunks) {
     const PlanInfo q = plan(Op::softmax, fused_shape, DType::f32);
     EXPECT_EQ(q.algorithm, Algorithm::fused) << q.reason;
     EXPECT_GT(q.chunk_length, 0) << q.reason;
-    EXPECT_NE(plan(Op::softmax, fused_shape, DType::bf16).algorithm, Algorithm::fused) << "16-bit rows keep no exps";
   }
+  // 16-bit rows too, their float exps (twice their input's bytes) counted in: a row of
+  // in_l2's shape with its exps just fills L2.
+  const PlanInfo b = plan(Op::softmax, in_l2, DType::bf16);
+  EXPECT_EQ(b.algorithm, Algorithm::fused) << b.reason;
+  EXPECT_GT(b.chunk_length, 0) << b.reason;
+  EXPECT_NE(plan(Op::softmax, beyond_cache, DType::bf16).algorithm, Algorithm::fused);
   const PlanInfo streamed = plan(Op::softmax, beyond_cache, DType::f32);
   EXPECT_EQ(streamed.algorithm, Algorithm::online) << streamed.reason;
   EXPECT_EQ(streamed.stores, Stores::streaming) << streamed.reason;

@@ -336,8 +336,16 @@ GuessedExpSum ExpsFromGuess(const T* x, float* e, std::size_t n, const InverseTe
   return r;
 }
 
-GuessedExpSum RStoreExpFromGuess(const float* x, float* e, std::size_t n, const InverseTemperature& inv,
-                                 const Ahead<float>& ahead) {
+GuessedExpSum RStoreExpFromGuessF32(const float* x, float* e, std::size_t n, const InverseTemperature& inv,
+                                    const Ahead<float>& ahead) {
+  return ExpsFromGuess<true>(x, e, n, inv, ahead);
+}
+GuessedExpSum RStoreExpFromGuessF16(const half* x, float* e, std::size_t n, const InverseTemperature& inv,
+                                    const Ahead<half>& ahead) {
+  return ExpsFromGuess<true>(x, e, n, inv, ahead);
+}
+GuessedExpSum RStoreExpFromGuessBF16(const bfloat16* x, float* e, std::size_t n, const InverseTemperature& inv,
+                                     const Ahead<bfloat16>& ahead) {
   return ExpsFromGuess<true>(x, e, n, inv, ahead);
 }
 
@@ -854,10 +862,20 @@ SMAX_EXPORT_ROW_KERNELS(F16, half)
 SMAX_EXPORT_ROW_KERNELS(BF16, bfloat16)
 #undef SMAX_EXPORT_ROW_KERNELS
 
-HWY_EXPORT(RStoreExpFromGuess);
+HWY_EXPORT(RStoreExpFromGuessF32);
+HWY_EXPORT(RStoreExpFromGuessF16);
+HWY_EXPORT(RStoreExpFromGuessBF16);
 GuessedExpSum f32_rstore_exp_from_guess(const float* x, float* e, std::size_t n, double inv_t,
                                         const Ahead<float>& ahead) {
-  return HWY_DYNAMIC_DISPATCH(RStoreExpFromGuess)(x, e, n, InverseTemperature::of(inv_t), ahead);
+  return HWY_DYNAMIC_DISPATCH(RStoreExpFromGuessF32)(x, e, n, InverseTemperature::of(inv_t), ahead);
+}
+GuessedExpSum f32_rstore_exp_from_guess(const half* x, float* e, std::size_t n, double inv_t,
+                                        const Ahead<half>& ahead) {
+  return HWY_DYNAMIC_DISPATCH(RStoreExpFromGuessF16)(x, e, n, InverseTemperature::of(inv_t), ahead);
+}
+GuessedExpSum f32_rstore_exp_from_guess(const bfloat16* x, float* e, std::size_t n, double inv_t,
+                                        const Ahead<bfloat16>& ahead) {
+  return HWY_DYNAMIC_DISPATCH(RStoreExpFromGuessBF16)(x, e, n, InverseTemperature::of(inv_t), ahead);
 }
 HWY_EXPORT(RSumExpFromGuessF32);
 HWY_EXPORT(RSumExpFromGuessF16);

@@ -79,6 +79,10 @@ struct GuessedExpSum {
 };
 GuessedExpSum f32_rstore_exp_from_guess(const float* x, float* e, std::size_t n, double inv_t,
                                         const Ahead<float>& ahead = {});
+GuessedExpSum f32_rstore_exp_from_guess(const half* x, float* e, std::size_t n, double inv_t,
+                                        const Ahead<half>& ahead = {});
+GuessedExpSum f32_rstore_exp_from_guess(const bfloat16* x, float* e, std::size_t n, double inv_t,
+                                        const Ahead<bfloat16>& ahead = {});
 // The same without the exps: their sum (softmax's d, against g) and m.
 GuessedExpSum f32_rsum_exp_from_guess(const float* x, std::size_t n, double inv_t, const Ahead<float>& ahead = {});
 GuessedExpSum f32_rsum_exp_from_guess(const half* x, std::size_t n, double inv_t, const Ahead<half>& ahead = {});
