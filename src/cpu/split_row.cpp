@@ -137,6 +137,8 @@ void split_row(const Row<T>& row, const RowParams& p) {
   // What each chunk's stored exps are taken against (fused over chunks): its max, or
   // the guess that let its exp pass find the max itself.
   std::vector<double> reference(store_exps ? static_cast<std::size_t>(chunks) : 0);
+  // And how much larger than those exps they are (ExpSum::stored_scale: bf16's 2^64).
+  std::vector<double> stored_scale(store_exps ? static_cast<std::size_t>(chunks) : 0, 1.0);
   for_each_share(chunks, p.row_threads, [&](Share share, auto&& sync) {
     // Pass 1: each chunk's (max, sum).
     for (std::int64_t c = share.begin; c < share.end; ++c) {
@@ -148,7 +150,10 @@ void split_row(const Row<T>& row, const RowParams& p) {
         // d against the chunk's max: the sum times exp((g - m) / T), in double.
         s.m = static_cast<C>(guessed.m);
         s.d.add(guessed.sum.below_max * std::exp((static_cast<double>(guessed.g) - guessed.m) * p.inv_t));
-        if (store_exps) reference[static_cast<std::size_t>(c)] = guessed.g;
+        if (store_exps) {
+          reference[static_cast<std::size_t>(c)] = guessed.g;
+          stored_scale[static_cast<std::size_t>(c)] = guessed.sum.stored_scale;
+        }
         continue;
       }
       s.m = max_pass(row.x, row.x_stride, begin(c), end(c), -std::numeric_limits<C>::infinity());
@@ -156,9 +161,11 @@ void split_row(const Row<T>& row, const RowParams& p) {
       if constexpr (kSimdRows<T>) {
         if (store_exps) {
           const auto n = static_cast<std::size_t>(end(c) - begin(c));
-          add_exp_sum(s.d, simd::f32_rstore_exp_minus_max(row.x + begin(c), exps + begin(c), n,
-                                                          static_cast<float>(s.m), p.inv_t, next));
+          const simd::ExpSum sum = simd::f32_rstore_exp_minus_max(row.x + begin(c), exps + begin(c), n,
+                                                                  static_cast<float>(s.m), p.inv_t, next);
+          add_exp_sum(s.d, sum);
           reference[static_cast<std::size_t>(c)] = s.m;
+          stored_scale[static_cast<std::size_t>(c)] = sum.stored_scale;
           continue;
         }
       }
@@ -200,7 +207,7 @@ void split_row(const Row<T>& row, const RowParams& p) {
               m_c == -std::numeric_limits<double>::infinity()
                   ? 0.0
                   : std::exp((reference[static_cast<std::size_t>(c)] - static_cast<double>(f.m)) * p.inv_t) *
-                        static_cast<double>(f.scale);
+                        static_cast<double>(f.scale) / stored_scale[static_cast<std::size_t>(c)];
           scale_exps(exps + begin(c), row.y + begin(c), static_cast<std::size_t>(end(c) - begin(c)), factor);
           continue;
         }

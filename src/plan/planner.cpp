@@ -49,13 +49,15 @@ void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, std::in
     plan.chunk = kChunkLength;
     plan.because([&] {
       const std::string with = exps_bytes > 0 ? " with its float exps (" + kib(exps_bytes) + ")" : "";
-      const std::string where = row_bytes + exps_bytes <= m.l2_bytes / 2 ? with + " fits in half of L2 (" + kib(m.l2_bytes) + ")"
-                                : chunks_fit_l2 ? with + " fits in L2 (" + kib(m.l2_bytes) + ")"
-                                                : " is in a call that stays in the cache (" + kib(call_bytes) +
-                                                      (exps_bytes > 0 ? " and float exps" : "") + ", at most 1/" +
-                                                      std::to_string(kFusedCallLlcDivisor) + " of L3)";
-      return row() + where + ": fused over chunks of " + std::to_string(kChunkLength) + " elements (each chunk's exps stored " +
-             (exps_bytes > 0 ? "in a float buffer" : "in the output") +
+      const std::string l2 = kib(m.l2_bytes);
+      const std::string where =
+          row_bytes + exps_bytes <= m.l2_bytes / 2 ? with + " fits in half of L2 (" + l2 + ")"
+          : chunks_fit_l2                          ? with + " fits in L2 (" + l2 + ")"
+                           : " is in a call that stays in the cache (" + kib(call_bytes) +
+                                 (exps_bytes > 0 ? " and float exps" : "") + ", at most 1/" +
+                                 std::to_string(kFusedCallLlcDivisor) + " of L3)";
+      return row() + where + ": fused over chunks of " + std::to_string(kChunkLength) +
+             " elements (each chunk's exps stored " + (exps_bytes > 0 ? "in a float buffer" : "in the output") +
              ", then scaled from the cache), merged in a fixed order, so threads can share the row";
     });
   } else if (length >= kSplitMinLength) {

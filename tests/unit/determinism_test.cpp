@@ -76,8 +76,9 @@ TEST_P(ThreadCounts, ASplitRowGivesIdenticalBitsOnAnyThreadCount) {
 class FusedOverChunks : public SeededTest {};
 
 TEST_F(FusedOverChunks, GiveIdenticalBitsOnAnyThreadCountAndMeetTheBar) {
-  for (const auto& [dtype, n] : {std::pair{DType::f32, std::int64_t{40001}}, std::pair{DType::f32, std::int64_t{100003}},
-                                 std::pair{DType::bf16, std::int64_t{40001}}, std::pair{DType::f16, std::int64_t{40001}}}) {
+  const std::pair<DType, std::int64_t> cases[] = {
+      {DType::f32, 40001}, {DType::f32, 100003}, {DType::bf16, 40001}, {DType::f16, 40001}};
+  for (const auto& [dtype, n] : cases) {
     const std::vector<std::int64_t> shape{3, n};
     TestTensor x(dtype, shape);
     fill_normal(x, rng(), Distribution{1e4, 5.0});

@@ -290,12 +290,21 @@ ExpSum RSumExp(const T* x, std::size_t n, float m, const InverseTemperature& inv
                       : RSumExpT<false>(x, n, m, inv, backward, ahead, side);
 }
 
-// Only softmax stores exps, and its d needs no exact d - 1.
+// Only softmax stores exps, and its d needs no exact d - 1. bf16 rows store them 2^64
+// times too large where the max folds (WithSoftmaxExp's form: the table's exp, not
+// the gradual one), as ExpSum::stored_scale says.
 template <class T, class Side = NoSide>
 ExpSum RStoreExp(const T* x, float* e, std::size_t n, float m, const InverseTemperature& inv, const Ahead<T>& ahead,
                  const Side& side = {}) {
-  return WithExp<T, /*kMarksMax=*/false>(
+  ExpSum sum = WithSoftmaxExp<T, /*kMarksMax=*/false>(
       m, inv, [&](const auto exp_of) { return RExp<true, false>(exp_of, x, e, n, false, ahead, side); });
+  if constexpr (std::is_same_v<T, bfloat16>) {
+    if (FoldsMax(m, inv)) {
+      sum.below_max *= 0x1p-64;
+      sum.stored_scale = 0x1p64;
+    }
+  }
+  return sum;
 }
 
 // A fused chunk's exp pass without a max pass before it (GuessedExpSum): the exps are
@@ -308,7 +317,7 @@ ExpSum RStoreExp(const T* x, float* e, std::size_t n, float m, const InverseTemp
 // normal range: split_row then scales in two steps.)
 inline constexpr std::size_t kGuessLength = 256;
 inline constexpr double kGuessHeadroom = 64;
-// bf16 sums take their exps 2^64 too large: e^40 * 2^64 keeps them below float's
+// bf16 rows take their exps 2^64 too large: e^40 * 2^64 keeps them below float's
 // range (inf) and, on targets without vscalefps, 2^(n + 64) within the exponent field
 // that ExpMinusMax builds from bits (n + 64 + 127 <= 254), where a larger n would wrap.
 inline constexpr double kGuessHeadroom2Pow64 = 40;
@@ -330,7 +339,7 @@ GuessedExpSum ExpsFromGuess(const T* x, float* e, std::size_t n, const InverseTe
   }
   r.m = max.Result(x, n);
   r.g = g;
-  const double headroom = !kStore && std::is_same_v<T, bfloat16> ? kGuessHeadroom2Pow64 : kGuessHeadroom;
+  const double headroom = std::is_same_v<T, bfloat16> ? kGuessHeadroom2Pow64 : kGuessHeadroom;
   r.ok = std::isfinite(r.m) && std::isfinite(r.sum.below_max) &&
          (static_cast<double>(r.m) - static_cast<double>(g)) * inv.value <= headroom;
   return r;

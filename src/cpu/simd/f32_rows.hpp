@@ -28,6 +28,10 @@ namespace smax::cpu::simd {
 struct ExpSum {
   std::int64_t at_max = 0;
   double below_max = 0;
+  // The exps a pass stored (f32_rstore_exp_minus_max) are this times exp((x - m) *
+  // inv_t): 2^64 for bf16 rows (never subnormal, so that their table exp keeps bf16's
+  // subnormal outputs), else 1. The sum is of the exps themselves, without it.
+  double stored_scale = 1;
 };
 
 // Memory a pass fetches into cache while it computes, spread over its steps: the
@@ -56,9 +60,9 @@ ExpSum f32_rsum_exp_minus_max(const half* x, std::size_t n, float m, double inv_
 ExpSum f32_rsum_exp_minus_max(const bfloat16* x, std::size_t n, float m, double inv_t, bool count_at_max,
                               bool backward, const Ahead<bfloat16>& ahead = {});
 
-// The fused variant's middle pass: e[i] = exp((x[i] - m) * inv_t), and their sum
-// (all of it in below_max: softmax needs no exact d - 1). e may be x itself for
-// float rows.
+// The fused variant's middle pass: e[i] = exp((x[i] - m) * inv_t) (times the result's
+// stored_scale), and their sum (all of it in below_max: softmax needs no exact d - 1).
+// e may be x itself for float rows.
 ExpSum f32_rstore_exp_minus_max(const float* x, float* e, std::size_t n, float m, double inv_t,
                                 const Ahead<float>& ahead = {});
 ExpSum f32_rstore_exp_minus_max(const half* x, float* e, std::size_t n, float m, double inv_t,
