@@ -100,7 +100,6 @@ struct TableSplit {
   }
 };
 
-
 // The table form's split with t taken from x directly: t = x log2(e) + c, c =
 // shift_b - m log2(e) rounded to a float (a multiple of 1/32, within 1/64 of it), one
 // multiply-add where TableSplit's t needs s = x - m first: one operation and one step
@@ -115,7 +114,7 @@ struct TableSplit {
 struct DirectTableSplit {
   TableSplit table;       // k = 32a + b, shift_a, delta
   float rounding = 0;     // c
-  float threshold = 0;    // the least float x with x - m >= the cutoff
+  float threshold = 0;    // x below it gives 0 (just above m + the cutoff)
   bool exact_at_max = false;
 
   static DirectTableSplit of(float m, float cutoff) {
