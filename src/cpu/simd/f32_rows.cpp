@@ -570,9 +570,13 @@ HWY_INLINE void SoftmaxInRegistersT(const T* x, T* y, std::size_t n, float m, co
   for (std::size_t k = 0; k < kVectors; ++k) {
     v[k] = k < full ? LoadF32(d, x + k * N) : (k == full && tail > 0 ? LoadTailF32(d, x + k * N, tail, neg_inf) : neg_inf);
   }
-  // TableExp's form (kMarksMax), not DirectTableExp's: with it these rows ran slower
-  // (AMD Zen 5, 1024 x 256: 0.26 -> 0.32 ns an element), the fused passes faster.
-  const double sum = WithSoftmaxExp<T>(m, inv, [&](const auto exp_of) {
+  // DirectTableExp's form for the rows of 16 vectors only (AMD Zen 5, A / B against
+  // TableExp's: 1024 x 256 1.058, 512 x 200 1.036; 2048 x 128 0.954, 4096 x 64 0.928,
+  // where its longer split per row weighs more). The lambda must be inlined: GCC kept
+  // it out of line once WithSoftmaxExp had five forms to call it with, and the row's
+  // vectors went through memory (1024 x 256 0.77 times the speed).
+  constexpr bool kMarksMax = kVectors < 16;
+  const double sum = WithSoftmaxExp<T, kMarksMax>(m, inv, [&](const auto exp_of) SMAX_INLINE_LAMBDA {
     if (x_next != nullptr) m_next = MaxInRegisters<T, kVectors>(x_next, n);
     return ExpsInRegisters<kVectors>(exp_of, v);
   });
