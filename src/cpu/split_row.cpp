@@ -134,11 +134,14 @@ void split_row(const Row<T>& row, const RowParams& p) {
   };
 
   std::vector<Stats<C>> partial(static_cast<std::size_t>(chunks));
-  // What each chunk's stored exps are taken against (fused over chunks): its max, or
-  // the guess that let its exp pass find the max itself.
-  std::vector<double> reference(store_exps ? static_cast<std::size_t>(chunks) : 0);
-  // And how much larger than those exps they are (ExpSum::stored_scale: bf16's 2^64).
-  std::vector<double> stored_scale(store_exps ? static_cast<std::size_t>(chunks) : 0, 1.0);
+  // Each chunk's stored exps (fused over chunks): taken against its max, or the guess
+  // that let its exp pass find the max itself, and `scale` times those exps
+  // (ExpSum::stored_scale: bf16's 2^64).
+  struct StoredExps {
+    double against = 0;
+    double scale = 1;
+  };
+  std::vector<StoredExps> stored(store_exps ? static_cast<std::size_t>(chunks) : 0);
   for_each_share(chunks, p.row_threads, [&](Share share, auto&& sync) {
     // Pass 1: each chunk's (max, sum).
     for (std::int64_t c = share.begin; c < share.end; ++c) {
@@ -150,10 +153,7 @@ void split_row(const Row<T>& row, const RowParams& p) {
         // d against the chunk's max: the sum times exp((g - m) / T), in double.
         s.m = static_cast<C>(guessed.m);
         s.d.add(guessed.sum.below_max * std::exp((static_cast<double>(guessed.g) - guessed.m) * p.inv_t));
-        if (store_exps) {
-          reference[static_cast<std::size_t>(c)] = guessed.g;
-          stored_scale[static_cast<std::size_t>(c)] = guessed.sum.stored_scale;
-        }
+        if (store_exps) stored[static_cast<std::size_t>(c)] = {guessed.g, guessed.sum.stored_scale};
         continue;
       }
       s.m = max_pass(row.x, row.x_stride, begin(c), end(c), -std::numeric_limits<C>::infinity());
@@ -164,8 +164,7 @@ void split_row(const Row<T>& row, const RowParams& p) {
           const simd::ExpSum sum = simd::f32_rstore_exp_minus_max(row.x + begin(c), exps + begin(c), n,
                                                                   static_cast<float>(s.m), p.inv_t, next);
           add_exp_sum(s.d, sum);
-          reference[static_cast<std::size_t>(c)] = s.m;
-          stored_scale[static_cast<std::size_t>(c)] = sum.stored_scale;
+          stored[static_cast<std::size_t>(c)] = {static_cast<double>(s.m), sum.stored_scale};
           continue;
         }
       }
@@ -203,11 +202,11 @@ void split_row(const Row<T>& row, const RowParams& p) {
         if (store_exps) {
           // The row max is finite here, so every chunk max is finite or -inf.
           const double m_c = partial[static_cast<std::size_t>(c)].m;
-          const double factor =
-              m_c == -std::numeric_limits<double>::infinity()
-                  ? 0.0
-                  : std::exp((reference[static_cast<std::size_t>(c)] - static_cast<double>(f.m)) * p.inv_t) *
-                        static_cast<double>(f.scale) / stored_scale[static_cast<std::size_t>(c)];
+          const StoredExps& e = stored[static_cast<std::size_t>(c)];
+          const double factor = m_c == -std::numeric_limits<double>::infinity()
+                                    ? 0.0
+                                    : std::exp((e.against - static_cast<double>(f.m)) * p.inv_t) *
+                                          static_cast<double>(f.scale) / e.scale;
           scale_exps(exps + begin(c), row.y + begin(c), static_cast<std::size_t>(end(c) - begin(c)), factor);
           continue;
         }

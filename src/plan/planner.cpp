@@ -12,8 +12,7 @@ std::string kib(std::int64_t bytes) { return std::to_string(bytes >> 10) + " KiB
 // not matter here.
 // - Fits in half of L2: fused. It reads the row from memory once and computes each
 //   exp once (stored, then scaled). Rows longer than fused's buffer run fused over
-//   chunks (f32 softmax: the exps are stored in the output itself), which threads
-//   can share.
+//   chunks (below), which threads can share.
 // - Softmax rows that fit in L2, or any row of a call that stays in the cache
 //   (kFusedCallLlcDivisor): fused over chunks too. Its scaling pass reads the stored
 //   exps back from the cache, and each exp is computed once where online computes it
@@ -33,11 +32,11 @@ void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, std::in
   const std::int64_t row_bytes = length * static_cast<std::int64_t>(size_of(dtype)) * (op == Op::logsumexp ? 1 : 2);
   const auto row = [&] { return "row of " + std::to_string(length) + " elements (" + kib(row_bytes) + " in and out)"; };
   const bool fits_half_l2 = row_bytes <= m.l2_bytes / 2;
-  // Fused over chunks: 16-bit rows add their float exps (twice their input's bytes).
-  const std::int64_t exps_bytes = dtype == DType::f32 ? 0 : 2 * length * static_cast<std::int64_t>(size_of(dtype));
+  // Fused over chunks: a 16-bit row's float exps take as many bytes as its input and
+  // output together, so its working set (and its call's) doubles.
+  const std::int64_t exps_bytes = dtype == DType::f32 ? 0 : row_bytes;
   const bool chunks_fit_l2 = row_bytes + exps_bytes <= m.l2_bytes;
-  const bool call_stays_cached =
-      stays_cached_between_passes(call_bytes * (row_bytes + exps_bytes) / std::max<std::int64_t>(row_bytes, 1), m);
+  const bool call_stays_cached = stays_cached_between_passes(dtype == DType::f32 ? call_bytes : 2 * call_bytes, m);
   if (fits_half_l2 && length <= kFusedMaxLength) {
     plan.algorithm = Algorithm::fused;
     plan.because([&] {

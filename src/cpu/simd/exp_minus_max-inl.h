@@ -187,6 +187,14 @@ enum class ExpRange {
               // subnormal outputs without the gradual steps
 };
 
+// The power of two by which kRange's results are scaled (times_2_64's 2^64).
+template <ExpRange kRange>
+inline constexpr int kRangeScaleLog2 = kRange == ExpRange::times_2_64 ? 64 : 0;
+
+// The cutoff below which kRange's exps are 0 (flushed: FLT_MIN; times 2^64: exp(-104)).
+template <ExpRange kRange>
+inline constexpr float kRangeCutoff = kRange == ExpRange::flush ? kExpCutoff : -104.0f;
+
 // The reduction: s = x - m (rounded: 0 exactly at the max), t = n + kRoundingShift,
 // n + k, and returns r.
 template <class D, class V = hn::Vec<D>>
@@ -208,7 +216,7 @@ HWY_INLINE V ExpMinusMax(D d, const MaxSplitLanes<D>& c, V x, V& s) {
   if constexpr (kRange != ExpRange::gradual && kHasScalef<V>) {
     constexpr bool kFlush = kRange == ExpRange::flush;
     const V power = hn::Sub(t, hn::Set(d, kFlush ? kRoundingShift : kRoundingShift - 64.0f));  // n (+ 64)
-    return ScalefWhereNotBelow(ExpPoly(d, r), power, s, hn::Set(d, kFlush ? kExpCutoff : -104.0f));
+    return ScalefWhereNotBelow(ExpPoly(d, r), power, s, hn::Set(d, kRangeCutoff<kRange>));
   }
   const V q = ExpM1Poly(d, r);
   // 2^n from t's low bits (exp-inl.h); lanes where n + bias leaves the exponent field
@@ -225,13 +233,6 @@ HWY_INLINE V ExpMinusMax(D d, const MaxSplitLanes<D>& c, V x, V& s) {
   }
 }
 
-// The power of two by which kRange's results are scaled (times_2_64's 2^64).
-template <ExpRange kRange>
-inline constexpr int kRangeScaleLog2 = kRange == ExpRange::times_2_64 ? 64 : 0;
-
-// The cutoff below which kRange's exps are 0 (flushed: FLT_MIN; times 2^64: exp(-104)).
-template <ExpRange kRange>
-inline constexpr float kRangeCutoff = kRange == ExpRange::flush ? kExpCutoff : -104.0f;
 
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
 // r = x - c ln2_hi - (c ln2_lo + delta), c = (n + k) / 32: the first product is
@@ -350,6 +351,7 @@ HWY_INLINE auto WithFoldedExp(D d, float m, F&& f, bool table = true) {
       if constexpr (!kMarksMax) {
         const DirectTableSplit split = DirectTableSplit::of(m, kRangeCutoff<kRange>);
         if (split.exact_at_max) return f(DirectTableExp<kRange, D>(d, split));
+        return f(TableExp<kRange, D>(d, split.table));
       }
       return f(TableExp<kRange, D>(d, TableSplit::of(m)));
     }

@@ -106,6 +106,13 @@ HWY_INLINE auto WithSoftmaxExp(float m, const InverseTemperature& inv, F&& f) {
   return WithExp<T, kMarksMax>(m, inv, f);
 }
 
+// The factor by which WithSoftmaxExp's exps exceed exp((x - m) / T): 2^64 for bf16
+// rows whose max folds, else 1.
+template <class T>
+HWY_INLINE double SoftmaxExpScale(float m, const InverseTemperature& inv) {
+  return std::is_same_v<T, bfloat16> && FoldsMax(m, inv) ? 0x1p64 : 1.0;
+}
+
 // Whether any of x[0..n) is NaN.
 template <class T>
 bool AnyNaN(const T* x, std::size_t n) {
@@ -260,27 +267,19 @@ HWY_INLINE ExpSum RExp(const Exp& exp_of, const T* x, float* e, std::size_t n, b
   return sum.Result();
 }
 
-// bf16 rows whose exp folds the max sum exps 2^64 times too large (never subnormal:
-// no gradual steps, and terms below float's normal range keep every bit), scaled back
-// in double, exactly. `side` runs beside each step (RExp).
+// The sum of WithSoftmaxExp's exps (bf16 rows whose max folds: 2^64 times too large,
+// never subnormal, so no gradual steps, and terms below float's normal range keep
+// every bit), scaled back in double, exactly. `side` runs beside each step (RExp).
 template <bool kCountAtMax, class T, class Side>
 ExpSum RSumExpT(const T* x, std::size_t n, float m, const InverseTemperature& inv, bool backward,
                 const Ahead<T>& ahead, const Side& side) {
-  const auto sum_with = [&](const auto exp_of) {
-    ExpSum sum = RExp<false, kCountAtMax>(exp_of, x, nullptr, n, backward, ahead, side);
-    if constexpr (kCountAtMax) sum.below_max *= exp_of.below_max_correction;  // softmax scales its exps as they are
-    return sum;
-  };
-  if constexpr (std::is_same_v<T, bfloat16>) {
-    if (FoldsMax(m, inv)) {
-      return WithFoldedExp<ExpRange::times_2_64, kCountAtMax>(DF(), m, [&](const auto exp_of) {
-        ExpSum sum = sum_with(exp_of);
-        sum.below_max *= 0x1p-64;
-        return sum;
-      });
-    }
-  }
-  return WithExp<T, kCountAtMax>(m, inv, sum_with);
+  ExpSum sum = WithSoftmaxExp<T, kCountAtMax>(m, inv, [&](const auto exp_of) {
+    ExpSum s = RExp<false, kCountAtMax>(exp_of, x, nullptr, n, backward, ahead, side);
+    if constexpr (kCountAtMax) s.below_max *= exp_of.below_max_correction;  // softmax scales its exps as they are
+    return s;
+  });
+  sum.below_max /= SoftmaxExpScale<T>(m, inv);
+  return sum;
 }
 
 template <class T, class Side = NoSide>
@@ -298,12 +297,8 @@ ExpSum RStoreExp(const T* x, float* e, std::size_t n, float m, const InverseTemp
                  const Side& side = {}) {
   ExpSum sum = WithSoftmaxExp<T, /*kMarksMax=*/false>(
       m, inv, [&](const auto exp_of) { return RExp<true, false>(exp_of, x, e, n, false, ahead, side); });
-  if constexpr (std::is_same_v<T, bfloat16>) {
-    if (FoldsMax(m, inv)) {
-      sum.below_max *= 0x1p-64;
-      sum.stored_scale = 0x1p64;
-    }
-  }
+  sum.stored_scale = SoftmaxExpScale<T>(m, inv);
+  sum.below_max /= sum.stored_scale;
   return sum;
 }
 
@@ -343,36 +338,6 @@ GuessedExpSum ExpsFromGuess(const T* x, float* e, std::size_t n, const InverseTe
   r.ok = std::isfinite(r.m) && std::isfinite(r.sum.below_max) &&
          (static_cast<double>(r.m) - static_cast<double>(g)) * inv.value <= headroom;
   return r;
-}
-
-GuessedExpSum RStoreExpFromGuessF32(const float* x, float* e, std::size_t n, const InverseTemperature& inv,
-                                    const Ahead<float>& ahead) {
-  return ExpsFromGuess<true>(x, e, n, inv, ahead);
-}
-GuessedExpSum RStoreExpFromGuessF16(const half* x, float* e, std::size_t n, const InverseTemperature& inv,
-                                    const Ahead<half>& ahead) {
-  return ExpsFromGuess<true>(x, e, n, inv, ahead);
-}
-GuessedExpSum RStoreExpFromGuessBF16(const bfloat16* x, float* e, std::size_t n, const InverseTemperature& inv,
-                                     const Ahead<bfloat16>& ahead) {
-  return ExpsFromGuess<true>(x, e, n, inv, ahead);
-}
-
-template <class T>
-GuessedExpSum RSumExpFromGuess(const T* x, std::size_t n, const InverseTemperature& inv, const Ahead<T>& ahead) {
-  return ExpsFromGuess<false>(x, static_cast<float*>(nullptr), n, inv, ahead);
-}
-GuessedExpSum RSumExpFromGuessF32(const float* x, std::size_t n, const InverseTemperature& inv,
-                                  const Ahead<float>& ahead) {
-  return RSumExpFromGuess(x, n, inv, ahead);
-}
-GuessedExpSum RSumExpFromGuessF16(const half* x, std::size_t n, const InverseTemperature& inv,
-                                  const Ahead<half>& ahead) {
-  return RSumExpFromGuess(x, n, inv, ahead);
-}
-GuessedExpSum RSumExpFromGuessBF16(const bfloat16* x, std::size_t n, const InverseTemperature& inv,
-                                   const Ahead<bfloat16>& ahead) {
-  return RSumExpFromGuess(x, n, inv, ahead);
 }
 
 // y = f(x) over [0, n), x and y of storage types, one vector at a time.
@@ -500,6 +465,10 @@ void LogSoftmaxNormalize(const T* x, T* y, std::size_t n, float m, const Inverse
   }
 }
 
+// The register budget: 16 vectors (256 floats with AVX-512, 128 with AVX2); larger
+// rows take the fused passes over L1.
+inline constexpr std::size_t kMaxRegisterVectors = 16;
+
 // v[k] = exp_of(v[k]) for every k; returns their sum.
 template <std::size_t kVectors, class Exp>
 HWY_INLINE double ExpsInRegisters(const Exp& exp_of, VF (&v)[kVectors]) {
@@ -575,7 +544,7 @@ HWY_INLINE void SoftmaxInRegistersT(const T* x, T* y, std::size_t n, float m, co
   // where its longer split per row weighs more). The lambda must be inlined: GCC kept
   // it out of line once WithSoftmaxExp had five forms to call it with, and the row's
   // vectors went through memory (1024 x 256 0.77 times the speed).
-  constexpr bool kMarksMax = kVectors < 16;
+  constexpr bool kMarksMax = kVectors < kMaxRegisterVectors;
   const double sum = WithSoftmaxExp<T, kMarksMax>(m, inv, [&](const auto exp_of) SMAX_INLINE_LAMBDA {
     if (x_next != nullptr) m_next = MaxInRegisters<T, kVectors>(x_next, n);
     return ExpsInRegisters<kVectors>(exp_of, v);
@@ -590,9 +559,6 @@ HWY_INLINE void SoftmaxInRegistersT(const T* x, T* y, std::size_t n, float m, co
   }
 }
 
-// The register budget: 16 vectors (256 floats with AVX-512, 128 with AVX2); larger
-// rows take the fused passes over L1.
-inline constexpr std::size_t kMaxRegisterVectors = 16;
 
 // Whether rows at y, y_row_stride apart, are all aligned to the stored vector
 // (Lanes(DF) elements of T).
@@ -805,6 +771,14 @@ void Convert(const T* x, float* wide, T* y, std::size_t n) {
                            const Ahead<T>& ahead) {                                                             \
     return RStoreExp(x, e, n, m, inv, ahead);                                                                   \
   }                                                                                                             \
+  GuessedExpSum RStoreExpFromGuess##Suffix(const T* x, float* e, std::size_t n, const InverseTemperature& inv,  \
+                                           const Ahead<T>& ahead) {                                             \
+    return ExpsFromGuess<true>(x, e, n, inv, ahead);                                                            \
+  }                                                                                                             \
+  GuessedExpSum RSumExpFromGuess##Suffix(const T* x, std::size_t n, const InverseTemperature& inv,              \
+                                         const Ahead<T>& ahead) {                                               \
+    return ExpsFromGuess<false>(x, static_cast<float*>(nullptr), n, inv, ahead);                                \
+  }                                                                                                             \
   void VScale##Suffix(const float* e, T* y, std::size_t n, float scale) { VScale(e, y, n, scale); }              \
   std::size_t SoftmaxRows##Suffix(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows,     \
                                   std::size_t n, const InverseTemperature& inv, float* buffer, Stores stores) { \
@@ -837,6 +811,8 @@ namespace smax::cpu::simd {
   HWY_EXPORT(RMax##Suffix);                                                                                       \
   HWY_EXPORT(RSumExp##Suffix);                                                                                    \
   HWY_EXPORT(RStoreExp##Suffix);                                                                                  \
+  HWY_EXPORT(RStoreExpFromGuess##Suffix);                                                                         \
+  HWY_EXPORT(RSumExpFromGuess##Suffix);                                                                           \
   HWY_EXPORT(VScale##Suffix);                                                                                     \
   HWY_EXPORT(SoftmaxRows##Suffix);                                                                                \
   std::size_t f32_softmax_rows(const T* x, std::ptrdiff_t x_row_stride, T* y, std::ptrdiff_t y_row_stride,        \
@@ -856,6 +832,13 @@ namespace smax::cpu::simd {
                                   const Ahead<T>& ahead) {                                                        \
     return HWY_DYNAMIC_DISPATCH(RStoreExp##Suffix)(x, e, n, m, InverseTemperature::of(inv_t), ahead);             \
   }                                                                                                               \
+  GuessedExpSum f32_rstore_exp_from_guess(const T* x, float* e, std::size_t n, double inv_t,                       \
+                                          const Ahead<T>& ahead) {                                                \
+    return HWY_DYNAMIC_DISPATCH(RStoreExpFromGuess##Suffix)(x, e, n, InverseTemperature::of(inv_t), ahead);       \
+  }                                                                                                               \
+  GuessedExpSum f32_rsum_exp_from_guess(const T* x, std::size_t n, double inv_t, const Ahead<T>& ahead) {         \
+    return HWY_DYNAMIC_DISPATCH(RSumExpFromGuess##Suffix)(x, n, InverseTemperature::of(inv_t), ahead);            \
+  }                                                                                                               \
   void f32_vscale(const float* e, T* y, std::size_t n, float scale) {                                             \
     HWY_DYNAMIC_DISPATCH(VScale##Suffix)(e, y, n, scale);                                                         \
   }                                                                                                               \
@@ -874,35 +857,6 @@ SMAX_EXPORT_ROW_KERNELS(F32, float)
 SMAX_EXPORT_ROW_KERNELS(F16, half)
 SMAX_EXPORT_ROW_KERNELS(BF16, bfloat16)
 #undef SMAX_EXPORT_ROW_KERNELS
-
-HWY_EXPORT(RStoreExpFromGuessF32);
-HWY_EXPORT(RStoreExpFromGuessF16);
-HWY_EXPORT(RStoreExpFromGuessBF16);
-GuessedExpSum f32_rstore_exp_from_guess(const float* x, float* e, std::size_t n, double inv_t,
-                                        const Ahead<float>& ahead) {
-  return HWY_DYNAMIC_DISPATCH(RStoreExpFromGuessF32)(x, e, n, InverseTemperature::of(inv_t), ahead);
-}
-GuessedExpSum f32_rstore_exp_from_guess(const half* x, float* e, std::size_t n, double inv_t,
-                                        const Ahead<half>& ahead) {
-  return HWY_DYNAMIC_DISPATCH(RStoreExpFromGuessF16)(x, e, n, InverseTemperature::of(inv_t), ahead);
-}
-GuessedExpSum f32_rstore_exp_from_guess(const bfloat16* x, float* e, std::size_t n, double inv_t,
-                                        const Ahead<bfloat16>& ahead) {
-  return HWY_DYNAMIC_DISPATCH(RStoreExpFromGuessBF16)(x, e, n, InverseTemperature::of(inv_t), ahead);
-}
-HWY_EXPORT(RSumExpFromGuessF32);
-HWY_EXPORT(RSumExpFromGuessF16);
-HWY_EXPORT(RSumExpFromGuessBF16);
-GuessedExpSum f32_rsum_exp_from_guess(const float* x, std::size_t n, double inv_t, const Ahead<float>& ahead) {
-  return HWY_DYNAMIC_DISPATCH(RSumExpFromGuessF32)(x, n, InverseTemperature::of(inv_t), ahead);
-}
-GuessedExpSum f32_rsum_exp_from_guess(const half* x, std::size_t n, double inv_t, const Ahead<half>& ahead) {
-  return HWY_DYNAMIC_DISPATCH(RSumExpFromGuessF16)(x, n, InverseTemperature::of(inv_t), ahead);
-}
-GuessedExpSum f32_rsum_exp_from_guess(const bfloat16* x, std::size_t n, double inv_t,
-                                      const Ahead<bfloat16>& ahead) {
-  return HWY_DYNAMIC_DISPATCH(RSumExpFromGuessBF16)(x, n, InverseTemperature::of(inv_t), ahead);
-}
 
 HWY_EXPORT(ExpArray);
 HWY_EXPORT(ExpMinusMaxArray);
