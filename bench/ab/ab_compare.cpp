@@ -4,9 +4,12 @@
 // holds still. Prints, per shape, each build's median and least ns an element over
 // the rounds and the median of the rounds' ratios A / B (above 1: B is faster).
 //
-//   ab_compare A.so B.so [op=log] [t=THREADS] [r=ROUNDS] f:ROWSxCOLS b:ROWSxCOLS ...
+//   ab_compare A.so B.so [op=log|sb|lsb] [t=THREADS] [r=ROUNDS] f:ROWSxCOLS b:ROWSxCOLS ...
 //
-// f: f32, b: bf16 (normal(0, 3) inputs). scripts/ab.sh builds the two libraries.
+// f: f32, b: bf16 (normal(0, 3) inputs). op: softmax (the default), log_softmax,
+// softmax_backward (sb) or log_softmax_backward (lsb); the backward ops take y from
+// build A's softmax or log_softmax of those inputs and dy from normal(0, 1).
+// scripts/ab.sh builds the two libraries.
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -22,23 +25,44 @@
 namespace {
 
 using Entry = void (*)(int, const void*, void*, long, long, int);
+using BackwardEntry = void (*)(int, const void*, const void*, void*, long, long, int);
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
 
-// The median call time of `f` over 20 ms, in ns an element.
-double block(Entry f, int bf16, const void* x, void* y, long rows, long cols, int threads) {
+// The median time of call() over 20 ms, in ns an element.
+template <class Call>
+double block(Call&& call, long elements) {
   std::vector<double> ns;
   const auto start = std::chrono::steady_clock::now();
   while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(20)) {
     const auto a = std::chrono::steady_clock::now();
-    f(bf16, x, y, rows, cols, threads);
+    call();
     const auto b = std::chrono::steady_clock::now();
     ns.push_back(std::chrono::duration<double, std::nano>(b - a).count());
   }
-  return median(ns) / static_cast<double>(rows * cols);
+  return median(ns) / static_cast<double>(elements);
+}
+
+// normal(0, sigma) values as f32, or rounded down to bf16 where `bf16`.
+std::vector<unsigned char> normal_values(std::size_t n, int bf16, float sigma, unsigned seed) {
+  std::vector<unsigned char> out(n * (bf16 ? 2 : 4));
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, sigma);
+  for (std::size_t i = 0; i < n; ++i) {
+    const float v = normal(rng);
+    std::uint32_t b32;
+    std::memcpy(&b32, &v, 4);
+    if (bf16) {
+      const auto b16 = static_cast<std::uint16_t>(b32 >> 16);
+      std::memcpy(&out[i * 2], &b16, 2);
+    } else {
+      std::memcpy(&out[i * 4], &b32, 4);
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -48,13 +72,18 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s A.so B.so [op=log] [t=THREADS] [r=ROUNDS] f:ROWSxCOLS b:ROWSxCOLS ...\n", argv[0]);
     return 2;
   }
-  std::string entry = "smax_ab_softmax";
+  std::string entry = "smax_ab_softmax", forward = "smax_ab_softmax";
   int threads = 1, rounds = 15;
   std::vector<std::string> shapes;
   for (int a = 3; a < argc; ++a) {
     const std::string s = argv[a];
     if (s == "op=log") {
       entry = "smax_ab_log_softmax";
+    } else if (s == "op=sb") {
+      entry = "smax_ab_softmax_backward";
+    } else if (s == "op=lsb") {
+      entry = "smax_ab_log_softmax_backward";
+      forward = "smax_ab_log_softmax";
     } else if (s.rfind("t=", 0) == 0) {
       threads = std::atoi(s.c_str() + 2);
     } else if (s.rfind("r=", 0) == 0) {
@@ -63,10 +92,13 @@ int main(int argc, char** argv) {
       shapes.push_back(s);
     }
   }
-  Entry f[2];
+  const bool backward = entry.find("backward") != std::string::npos;
+  void* f[2];
+  Entry forward_a = nullptr;
   for (int k = 0; k < 2; ++k) {
     void* lib = dlopen(argv[1 + k], RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr || (f[k] = reinterpret_cast<Entry>(dlsym(lib, entry.c_str()))) == nullptr) {
+    if (lib == nullptr || (f[k] = dlsym(lib, entry.c_str())) == nullptr ||
+        (k == 0 && (forward_a = reinterpret_cast<Entry>(dlsym(lib, forward.c_str()))) == nullptr)) {
       std::fprintf(stderr, "%s: %s\n", argv[1 + k], dlerror());
       return 1;
     }
@@ -79,25 +111,25 @@ int main(int argc, char** argv) {
     }
     const int bf16 = s[0] == 'b';
     const long rows = std::atol(s.substr(2, x_at - 2).c_str()), cols = std::atol(s.substr(x_at + 1).c_str());
-    const std::size_t n = static_cast<std::size_t>(rows * cols), bytes = bf16 ? 2 : 4;
-    std::vector<unsigned char> x(n * bytes), y(n * bytes);
-    std::mt19937 rng(7);
-    std::normal_distribution<float> normal(0.0f, 3.0f);
-    for (std::size_t i = 0; i < n; ++i) {
-      const float v = normal(rng);
-      std::uint32_t b32;
-      std::memcpy(&b32, &v, 4);
-      if (bf16) {
-        const auto b16 = static_cast<std::uint16_t>(b32 >> 16);
-        std::memcpy(&x[i * 2], &b16, 2);
-      } else {
-        std::memcpy(&x[i * 4], &b32, 4);
-      }
+    const std::size_t n = static_cast<std::size_t>(rows * cols);
+    const std::vector<unsigned char> x = normal_values(n, bf16, 3.0f, 7);
+    std::vector<unsigned char> y(x.size()), dy, dx(x.size());
+    if (backward) {
+      forward_a(bf16, x.data(), y.data(), rows, cols, threads);
+      dy = normal_values(n, bf16, 1.0f, 8);
     }
+    const auto run = [&](int k) {
+      if (backward) {
+        const auto op = reinterpret_cast<BackwardEntry>(f[k]);
+        return block([&] { op(bf16, y.data(), dy.data(), dx.data(), rows, cols, threads); }, rows * cols);
+      }
+      const auto op = reinterpret_cast<Entry>(f[k]);
+      return block([&] { op(bf16, x.data(), y.data(), rows, cols, threads); }, rows * cols);
+    };
     std::vector<double> a, b, ratio;
     for (int r = 0; r < rounds; ++r) {
-      a.push_back(block(f[0], bf16, x.data(), y.data(), rows, cols, threads));
-      b.push_back(block(f[1], bf16, x.data(), y.data(), rows, cols, threads));
+      a.push_back(run(0));
+      b.push_back(run(1));
       ratio.push_back(a.back() / b.back());
     }
     std::printf("%-14s A %.4f (least %.4f)  B %.4f (least %.4f) ns an element  A / B %.3f\n", s.c_str(), median(a),

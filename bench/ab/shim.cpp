@@ -1,6 +1,7 @@
 // One build of smax behind C entry points, so that bench/ab/ab_compare.cpp can load
 // two builds into one process (dlopen, RTLD_LOCAL) and alternate their calls.
 #include <smax/smax.hpp>
+#include <smax/training.hpp>
 
 namespace {
 
@@ -24,3 +25,17 @@ void run(Op op, int bf16, const void* x, void* y, long rows, long cols, int thre
 
 SMAX_AB_ENTRY(smax_ab_softmax, softmax)
 SMAX_AB_ENTRY(smax_ab_log_softmax, log_softmax)
+
+// dx = op(y, dy) on rows x cols tensors of f32, or of bf16 where `bf16`.
+#define SMAX_AB_BACKWARD_ENTRY(name, op)                                                                      \
+  extern "C" __attribute__((visibility("default"))) void name(int bf16, const void* y, const void* dy,      \
+                                                              void* dx, long rows, long cols, int threads) { \
+    const smax::DType dtype = bf16 != 0 ? smax::DType::bf16 : smax::DType::f32;                              \
+    smax::BackwardOptions o;                                                                                  \
+    o.threads = threads;                                                                                      \
+    smax::op(smax::TensorView(y, dtype, {rows, cols}), smax::TensorView(dy, dtype, {rows, cols}),            \
+             smax::MutableTensorView(dx, dtype, {rows, cols}), o);                                            \
+  }
+
+SMAX_AB_BACKWARD_ENTRY(smax_ab_softmax_backward, softmax_backward)
+SMAX_AB_BACKWARD_ENTRY(smax_ab_log_softmax_backward, log_softmax_backward)
