@@ -443,6 +443,16 @@ void LogSoftmaxBackwardWide(const T* log_y, const T* dy, T* dx, std::size_t n, d
 template <class T>
 inline constexpr float kCancellationBound = std::is_same_v<T, bfloat16> ? 4096.0f : std::is_same_v<T, half> ? 256.0f : 2.0f;
 
+// max(v, acc) per lane, acc where v is NaN: on x86 what max_ps does (it returns its
+// second operand unless the first is greater), elsewhere a comparison and a blend.
+HWY_INLINE VF MaxOrKeep(VF v, VF acc) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_SSSE3
+  return hn::Max(v, acc);
+#else
+  return hn::IfThenElse(hn::Gt(v, acc), v, acc);
+#endif
+}
+
 // A double exp per element costs more than the memory it reads, so most elements are
 // done in float lanes: dx = (dy - p * S) / T with p from the float exp (1.01 ulp) and
 // one rounding of dy - p S. That is exact enough wherever |p S| <= K |dx| (K =
@@ -453,13 +463,17 @@ inline constexpr float kCancellationBound = std::is_same_v<T, bfloat16> ? 4096.0
 // other element (dy and p S cancelling, log_y not a log-probability; a row whose S is
 // beyond float's range, or so small that |S| / K would not be a normal float) goes
 // through the double lanes again, from memory, alone: its bits do not depend on where
-// the vectors fall. The test is two comparisons: each mask operation costs about as
-// much as an arithmetic one (on AMD Zen 5 the five comparisons and four mask
-// operations of an earlier form took a third of the pass). S is finite here, so no dy
-// is NaN: vectors done wholly in float lanes have no NaN (a NaN log_y makes v NaN,
-// which fails the first comparison), and 16-bit stores round them without their NaN
-// case.
-template <class T, bool kScaled>
+// the vectors fall. The first two conditions are one multiply-add and one comparison
+// a vector, p |S| / K + floor <= |v| (false where v is NaN; the sum is at least the
+// larger term, so this is if anything stricter). The last two are the rare ones: with
+// kRowChecks (dx is neither input, so the row can be read again) the pass only
+// carries the largest log_y and |v| it met, and where either was out of bounds runs
+// the row again as in place, where they are tested with each vector. Each mask operation costs about as much as an arithmetic one (on AMD Zen 5
+// the five comparisons and four mask operations of an earlier form took a third of
+// the pass). S is finite here, so no dy is NaN: vectors done wholly in float lanes
+// have no NaN (a NaN log_y makes v NaN, which fails the first comparison), and 16-bit
+// stores round them without their NaN case.
+template <class T, bool kScaled, bool kRowChecks>
 void LogSoftmaxBackwardFloatLanes(const T* log_y, const T* dy, T* dx, std::size_t n, double sum, float sum_f,
                                   double inv_t, float inv_t_f, const NextRow& next, bool stream) {
   // Rounded up, and never 0 unless S is (then p S is 0 exactly), so that |v| >= it
@@ -476,6 +490,8 @@ void LogSoftmaxBackwardFloatLanes(const T* log_y, const T* dy, T* dx, std::size_
   const VF floor = hn::Set(df, flushed_floor);
   const VF abs_sum_over_bound = hn::Set(df, std::abs(sum_f) / kCancellationBound<T>);  // exact: a normal float
   const VF largest = hn::Set(df, std::numeric_limits<float>::max());
+  VF max_log_y = hn::Set(df, -std::numeric_limits<float>::infinity());
+  VF max_abs_v = zero;
   // v = dy - p S, its output, and whether it is exact enough, for [i, i + count).
   const auto compute = [&](std::size_t i, std::size_t count, VF& out) SMAX_INLINE_LAMBDA {
     const VF ly = LoadFloats(df, log_y + i, count, zero);
@@ -484,11 +500,16 @@ void LogSoftmaxBackwardFloatLanes(const T* log_y, const T* dy, T* dx, std::size_
     const VF v = hn::NegMulAdd(p, vsum, vdy);
     const VF abs_v = hn::Abs(v);
     out = kScaled ? hn::Mul(v, scale) : v;
-    // max(p |S| / K, floor) <= |v| (false where v is NaN), and max(log_y, |v| -
-    // FLT_MAX) <= 0: log_y <= 0 and v finite (|v| - FLT_MAX is 0 or below exactly
-    // where |v| is finite).
-    return hn::And(hn::Le(hn::Max(hn::Mul(p, abs_sum_over_bound), floor), abs_v),
-                   hn::Le(hn::Max(ly, hn::Sub(abs_v, largest)), zero));
+    const auto not_cancelling = hn::Le(hn::MulAdd(p, abs_sum_over_bound, floor), abs_v);
+    if constexpr (kRowChecks) {
+      max_log_y = MaxOrKeep(ly, max_log_y);
+      max_abs_v = MaxOrKeep(abs_v, max_abs_v);
+      return not_cancelling;
+    } else {
+      // max(log_y, |v| - FLT_MAX) <= 0: log_y <= 0 and v finite (|v| - FLT_MAX is 0
+      // or below exactly where |v| is finite).
+      return hn::And(not_cancelling, hn::Le(hn::Max(ly, hn::Sub(abs_v, largest)), zero));
+    }
   };
   // Stores [i, i + count), the vectors not exact enough redone in double lanes.
   const auto store = [&](std::size_t i, std::size_t count, VF out, auto exact_enough) SMAX_INLINE_LAMBDA {
@@ -524,6 +545,13 @@ void LogSoftmaxBackwardFloatLanes(const T* log_y, const T* dy, T* dx, std::size_
   };
   WalkFloatPairs<T>(n, next, pair, step, stream ? dx : nullptr);
   if (stream) hwy::FlushStream();
+  if constexpr (kRowChecks) {
+    // A NaN in either only ever came with a v that failed its own vector's test. The
+    // row again with the tests in each vector: the bits that in place gives.
+    if (HWY_UNLIKELY(!hn::AllTrue(df, hn::And(hn::Le(max_log_y, zero), hn::Le(max_abs_v, largest))))) {
+      LogSoftmaxBackwardFloatLanes<T, kScaled, false>(log_y, dy, dx, n, sum, sum_f, inv_t, inv_t_f, next, stream);
+    }
+  }
 }
 
 template <class T>
@@ -538,10 +566,18 @@ void LogSoftmaxBackwardWrite(const T* log_y, const T* dy, T* dx, std::size_t n, 
     return;
   }
   stream = Streams(stream, dx);
+  const auto run = [&](auto scaled, auto row_checks) {
+    LogSoftmaxBackwardFloatLanes<T, decltype(scaled)::value, decltype(row_checks)::value>(
+        log_y, dy, dx, n, sum, sum_f, inv_t, inv_t_f, next, stream);
+  };
+  // dx is log_y, dy, or apart from both (the API refuses any other overlap).
+  const bool in_place = dx == log_y || dx == dy;
   if (inv_t == 1.0) {
-    LogSoftmaxBackwardFloatLanes<T, false>(log_y, dy, dx, n, sum, sum_f, inv_t, inv_t_f, next, stream);
+    if (in_place) run(std::false_type{}, std::false_type{});
+    else run(std::false_type{}, std::true_type{});
   } else {
-    LogSoftmaxBackwardFloatLanes<T, true>(log_y, dy, dx, n, sum, sum_f, inv_t, inv_t_f, next, stream);
+    if (in_place) run(std::true_type{}, std::false_type{});
+    else run(std::true_type{}, std::true_type{});
   }
 }
 
