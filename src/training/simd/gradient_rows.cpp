@@ -148,9 +148,11 @@ HWY_INLINE void StoreAny(DD dd, VD v, T* p, std::size_t count) {
 constexpr std::size_t kPlainSteps = 4;
 
 // add_group(i, count, acc) adds the terms of [i, i + count), count <= group (the
-// group size, a whole number of double vectors: 4 for the four accumulators), to acc.
-template <class AddGroup>
+// group size, a whole number of double vectors: 4 for the four accumulators), to acc,
+// with at most kSteps rounded additions a block on the way to each accumulator.
+template <std::size_t kSteps = kPlainSteps, class AddGroup>
 HWY_INLINE SplitSum BlockedSum(std::size_t n, std::size_t group, AddGroup&& add_group) {
+  static_assert(kSteps >= 1 && kSteps <= kPlainSteps, "the error bound counts kPlainSteps additions a block");
   const DD dd;
   VD acc[4] = {hn::Zero(dd), hn::Zero(dd), hn::Zero(dd), hn::Zero(dd)};
   CompensatedLanes<DD> total[1] = {CompensatedLanes<DD>(dd)};
@@ -159,8 +161,8 @@ HWY_INLINE SplitSum BlockedSum(std::size_t n, std::size_t group, AddGroup&& add_
     for (VD& a : acc) a = hn::Zero(dd);
   };
   std::size_t i = 0;
-  while (i + kPlainSteps * group <= n) {
-    for (std::size_t step = 0; step < kPlainSteps; ++step, i += group) add_group(i, group, acc);
+  while (i + kSteps * group <= n) {
+    for (std::size_t step = 0; step < kSteps; ++step, i += group) add_group(i, group, acc);
     end_block();
   }
   for (; i + group <= n; i += group) add_group(i, group, acc);
@@ -203,24 +205,57 @@ SplitSum SumOfProductsWide(const T* y, const T* dy, std::size_t n) {
 }
 
 #if HWY_TARGET != HWY_SCALAR
-// Two 16-bit values have at most 11 significant bits each, so their product is exact
-// in float: the products are formed a whole float vector at a time (the 16-bit
-// conversions cost more than the arithmetic), then widened, half by half.
-template <class T>
-SplitSum SumOfProducts16(const T* y, const T* dy, std::size_t n) {
-  const DF df;
+// The sums of 16-bit rows, whose conversions cost more than the arithmetic: terms(i,
+// count, t) forms the float terms of [i, i + count) (count <= 4 float vectors; the
+// lanes past it 0) in four float vectors, where whole in LoadF32x4AnyOrder's order;
+// each vector widens half by half into double lanes, and the two halves' sum (one
+// rounding) joins an accumulator: two steps a block (kPlainSteps / 2) keep every
+// term's roundings within the bound above.
+template <class T, class Terms>
+HWY_INLINE SplitSum SumOfFloatTerms16(std::size_t n, Terms&& terms) {
   const hn::Half<DF> dh;
   const DD dd;
   static_assert(sizeof(hn::Vec<hn::Rebind<double, hn::Half<DF>>>) == sizeof(VD), "one half widens to a VD");
-  const std::size_t N = hn::Lanes(df);  // two double vectors
-  return BlockedSum(n, 2 * N, [&](std::size_t i, std::size_t count, VD(&acc)[4]) SMAX_INLINE_LAMBDA {
-    for (std::size_t j = 0; j < 2 && j * N < count; ++j) {
-      const std::size_t c = std::min(N, count - j * N);
-      const VF product =
-          hn::Mul(LoadFloats(df, y + i + j * N, c, hn::Zero(df)), LoadFloats(df, dy + i + j * N, c, hn::Zero(df)));
-      acc[2 * j] = hn::Add(acc[2 * j], hn::PromoteTo(dd, hn::LowerHalf(dh, product)));
-      acc[2 * j + 1] = hn::Add(acc[2 * j + 1], hn::PromoteTo(dd, hn::UpperHalf(dh, product)));
+  const std::size_t N = hn::Lanes(DF());
+  return BlockedSum<kPlainSteps / 2>(n, 4 * N, [&](std::size_t i, std::size_t count, VD(&acc)[4]) SMAX_INLINE_LAMBDA {
+    VF t[4];
+    terms(i, count, t);
+    for (std::size_t k = 0; k < 4; ++k) {
+      acc[k] = hn::Add(acc[k], hn::Add(hn::PromoteTo(dd, hn::LowerHalf(dh, t[k])), hn::PromoteTo(dd, hn::UpperHalf(dh, t[k]))));
     }
+  });
+}
+
+// The count (<= 4 float vectors) elements at p as float, the lanes past count 0.
+template <class T>
+HWY_INLINE void LoadGroup16(const T* p, std::size_t count, VF (&v)[4]) {
+  const DF df;
+  const std::size_t N = hn::Lanes(df);
+  if (count == 4 * N) {
+    cs::LoadF32x4AnyOrder(df, p, v);
+    return;
+  }
+  for (std::size_t k = 0; k < 4; ++k) {
+    v[k] = k * N < count ? LoadFloats(df, p + k * N, std::min(N, count - k * N), hn::Zero(df)) : hn::Zero(df);
+  }
+}
+
+// Two 16-bit values have at most 11 significant bits each, so their product is exact
+// in float: the products are formed a whole float vector at a time.
+template <class T>
+SplitSum SumOfProducts16(const T* y, const T* dy, std::size_t n) {
+  return SumOfFloatTerms16<T>(n, [&](std::size_t i, std::size_t count, VF(&t)[4]) SMAX_INLINE_LAMBDA {
+    VF vy[4];
+    LoadGroup16(y + i, count, vy);
+    LoadGroup16(dy + i, count, t);
+    for (std::size_t k = 0; k < 4; ++k) t[k] = hn::Mul(vy[k], t[k]);
+  });
+}
+
+template <class T>
+SplitSum SumOf16(const T* v, std::size_t n) {
+  return SumOfFloatTerms16<T>(n, [&](std::size_t i, std::size_t count, VF(&t)[4]) SMAX_INLINE_LAMBDA {
+    LoadGroup16(v + i, count, t);
   });
 }
 #endif
@@ -235,6 +270,9 @@ SplitSum SumOfProducts(const T* y, const T* dy, std::size_t n) {
 
 template <class T>
 SplitSum SumOf(const T* v, std::size_t n) {
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (!std::is_same_v<T, float>) return SumOf16(v, n);
+#endif
   const DD dd;
   return BlockedSum(n, 4 * hn::Lanes(dd), [&](std::size_t i, std::size_t count, VD(&acc)[4]) SMAX_INLINE_LAMBDA {
     ForGroupVectors(v + i, count, [&](std::size_t k, VD term) SMAX_INLINE_LAMBDA { acc[k] = hn::Add(acc[k], term); });
