@@ -286,6 +286,60 @@ HWY_INLINE void StoreOrStreamF32(DF df, hn::Vec<DF> v, T* p, bool stream) {
   }
 }
 
+// The 2 * Lanes(df) elements at p as float in two vectors, in an order of their own
+// that StoreF32x2Paired puts back: for passes that work element by element. bf16
+// loads pairs of elements as 32-bit lanes, the even ones by a shift and the odd ones
+// by a mask: one load and two operations where two LoadF32 take two widening loads
+// and two shifts. The other types load in order.
+template <class DF, class T>
+HWY_INLINE void LoadF32x2Paired(DF df, const T* p, hn::Vec<DF>& v0, hn::Vec<DF>& v1) {
+  if constexpr (std::is_same_v<T, bfloat16> && hn::MaxLanes(DF()) > 1) {
+    const hn::RebindToUnsigned<DF> du;
+    const auto pairs = hn::LoadU(du, reinterpret_cast<const std::uint32_t*>(Bits(p)));
+    v0 = hn::BitCast(df, hn::ShiftLeft<16>(pairs));
+    v1 = hn::BitCast(df, hn::And(pairs, hn::Set(du, 0xFFFF0000u)));
+  } else {
+    v0 = LoadF32(df, p);
+    v1 = LoadF32(df, p + hn::Lanes(df));
+  }
+}
+
+// Stores v0 and v1, in LoadF32x2Paired's order, as the 2 * Lanes(df) elements at p,
+// rounded to T (without the NaN case with kNotNaN: StoreF32NotNaN); with `stream`,
+// around the cache (p aligned to Lanes(df) elements of T, as StreamF32 needs).
+template <bool kNotNaN, class DF, class T>
+HWY_INLINE void StoreF32x2Paired(DF df, hn::Vec<DF> v0, hn::Vec<DF> v1, T* p, bool stream) {
+  if constexpr (std::is_same_v<T, bfloat16> && hn::MaxLanes(DF()) > 1) {
+    const hn::RebindToUnsigned<DF> du;
+    const auto rounded = [&](hn::Vec<DF> v) {
+      if constexpr (kNotNaN) return RoundedBF16Bits(du, hn::BitCast(du, v));
+      else return F32ToBF16Bits(df, v);
+    };
+    const auto pairs = hn::OrAnd(hn::ShiftRight<16>(rounded(v0)), rounded(v1), hn::Set(du, 0xFFFF0000u));
+    auto* out = reinterpret_cast<std::uint32_t*>(Bits(p));
+    constexpr std::size_t kHalfBytes = hn::MaxLanes(du) * sizeof(std::uint32_t) / 2;
+    if (!stream) {
+      hn::StoreU(pairs, du, out);
+    } else if (reinterpret_cast<std::uintptr_t>(p) % (2 * kHalfBytes) == 0) {
+      hn::Stream(pairs, du, out);
+#if HWY_TARGET != HWY_SCALAR
+    } else if constexpr (kHalfBytes >= 16) {  // x86's narrowest streaming store writes 16
+      const hn::Half<decltype(du)> dh;
+      hn::Stream(hn::LowerHalf(dh, pairs), dh, out);
+      hn::Stream(hn::UpperHalf(dh, pairs), dh, out + hn::Lanes(dh));
+#endif
+    } else {
+      hn::StoreU(pairs, du, out);
+    }
+  } else if constexpr (kNotNaN) {
+    if (stream) StoreF32x2NotNaN<true>(df, v0, v1, p);
+    else StoreF32x2NotNaN<false>(df, v0, v1, p);
+  } else {
+    StoreOrStreamF32(df, v0, p, stream);
+    StoreOrStreamF32(df, v1, p + hn::Lanes(df), stream);
+  }
+}
+
 // Stores the first `count` (< Lanes) lanes of v at p, rounded to T.
 template <class DF>
 HWY_INLINE void StoreTailF32(DF df, hn::Vec<DF> v, float* p, std::size_t count) {

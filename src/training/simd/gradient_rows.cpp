@@ -530,10 +530,8 @@ void LogSoftmaxBackwardFloatLanes(const T* log_y, const T* dy, T* dx, std::size_
   const VF largest = hn::Set(df, std::numeric_limits<float>::max());
   VF max_log_y = hn::Set(df, -std::numeric_limits<float>::infinity());
   VF max_abs_v = zero;
-  // v = dy - p S, its output, and whether it is exact enough, for [i, i + count).
-  const auto compute = [&](std::size_t i, std::size_t count, VF& out) SMAX_INLINE_LAMBDA {
-    const VF ly = LoadFloats(df, log_y + i, count, zero);
-    const VF vdy = LoadFloats(df, dy + i, count, zero);
+  // v = dy - p S, its output, and whether it is exact enough.
+  const auto compute = [&](VF ly, VF vdy, VF& out) SMAX_INLINE_LAMBDA {
     const VF p = cs::ExpFlush(df, ly, cs::NoLowPart{});
     const VF v = hn::NegMulAdd(p, vsum, vdy);
     const VF abs_v = hn::Abs(v);
@@ -564,22 +562,28 @@ void LogSoftmaxBackwardFloatLanes(const T* log_y, const T* dy, T* dx, std::size_
   };
   const auto step = [&](std::size_t i, std::size_t count) SMAX_INLINE_LAMBDA {
     VF out;
-    const auto exact_enough = compute(i, count, out);
+    const auto exact_enough = compute(LoadFloats(df, log_y + i, count, zero), LoadFloats(df, dy + i, count, zero), out);
     store(i, count, out, exact_enough);
   };
-  // Two vectors, one test of both: the branch and its mask operations once a pair.
+  // Two vectors in LoadF32x2Paired's order, one test of both: the branch and its mask
+  // operations once a pair.
   const auto pair = [&](std::size_t i) SMAX_INLINE_LAMBDA {
-    VF out0, out1;
-    const auto exact0 = compute(i, N, out0);
-    const auto exact1 = compute(i + N, N, out1);
+    VF ly0, ly1, dy0, dy1, out0, out1;
+    cs::LoadF32x2Paired(df, log_y + i, ly0, ly1);
+    cs::LoadF32x2Paired(df, dy + i, dy0, dy1);
+    const auto exact0 = compute(ly0, dy0, out0);
+    const auto exact1 = compute(ly1, dy1, out1);
     if (HWY_UNLIKELY(!hn::AllTrue(df, hn::And(exact0, exact1)))) {
       // Loads before stores: dx may be dy.
-      store(i, N, out0, exact0);
-      store(i + N, N, out1, exact1);
+      HWY_ALIGN T wide[2 * cs::kMaxVectorBytes / sizeof(float)] = {};
+      LogSoftmaxBackwardWide(log_y + i, dy + i, wide, 2 * N, sum, inv_t);
+      VF wide0, wide1;
+      cs::LoadF32x2Paired(df, wide, wide0, wide1);  // exact: wide holds T values
+      cs::StoreF32x2Paired<false>(df, hn::IfThenElse(exact0, out0, wide0), hn::IfThenElse(exact1, out1, wide1), dx + i,
+                                  stream);
       return;
     }
-    cs::StoreOrStreamF32</*kNotNaN=*/true>(df, out0, dx + i, stream);
-    cs::StoreOrStreamF32</*kNotNaN=*/true>(df, out1, dx + i + N, stream);
+    cs::StoreF32x2Paired</*kNotNaN=*/true>(df, out0, out1, dx + i, stream);
   };
   WalkFloatPairs<T>(n, next, pair, step, stream ? dx : nullptr);
   if (stream) hwy::FlushStream();
