@@ -393,9 +393,15 @@ HWY_INLINE bool SplitIntoFloats(SplitSum s, FloatTriple& out) {
 // then do not depend on where the vectors fall (dx's alignment decides that when dx
 // streams). s is finite here, so no y or dy was NaN or infinite (any would have made
 // it NaN or infinite): dx has no NaN, and 16-bit stores round without their NaN case.
-template <class T, bool kScaled, bool kTinyProductsMatter>
+// Overflow is rare, so with kRowChecks (dx is neither input, and 1/T <= 1) the pass
+// only carries v * 0 + acc, 0 unless some v was infinite or NaN, and where it was
+// runs the row again as in place, where each vector is tested.
+template <class T, bool kScaled, bool kTinyProductsMatter, bool kRowChecks>
 void SoftmaxBackwardFloatLanes(const T* y, const T* dy, T* dx, std::size_t n, SplitSum s, const FloatTriple& parts,
                                float inv_t_f, double inv_t, const NextRow& next, bool stream) {
+  static_assert(!(kRowChecks && kTinyProductsMatter), "tiny products are tested with each vector");
+  // f16's products stay far below float's overflow.
+  constexpr bool kVectorChecks = !std::is_same_v<T, half> && !kRowChecks;
   const DF df;
   const std::size_t N = hn::Lanes(df);
   const VF hi = hn::Set(df, parts.hi);
@@ -404,26 +410,57 @@ void SoftmaxBackwardFloatLanes(const T* y, const T* dy, T* dx, std::size_t n, Sp
   const VF scale = hn::Set(df, inv_t_f);
   const VF zero = hn::Zero(df);
   const VF smallest_normal = hn::Set(df, std::numeric_limits<float>::min());
-  WalkFloats<T>(n, next, [&](std::size_t i, std::size_t count) SMAX_INLINE_LAMBDA {
-    const VF vy = LoadFloats(df, y + i, count, zero);
-    const VF vdy = LoadFloats(df, dy + i, count, zero);
+  VF non_finite = zero;
+  // v and whether it is exact enough (where kVectorChecks).
+  const auto compute = [&](VF vy, VF vdy, VF& v) SMAX_INLINE_LAMBDA {
     const VF product = hn::Mul(vy, hn::Sub(hn::Sub(hn::Sub(vdy, hi), mid), lo));
-    VF v = kScaled ? hn::Mul(product, scale) : product;
-    if constexpr (!std::is_same_v<T, half>) {  // f16's products stay far below float's overflow
-      auto exact = hn::IsFinite(v);
-      if constexpr (kTinyProductsMatter) {
-        exact = hn::And(exact, hn::Or(hn::Ge(hn::Abs(product), smallest_normal), hn::Eq(vy, zero)));
-      }
+    v = kScaled ? hn::Mul(product, scale) : product;
+    if constexpr (kRowChecks) non_finite = hn::MulAdd(v, zero, non_finite);
+    auto exact = hn::IsFinite(v);
+    if constexpr (kTinyProductsMatter) {
+      exact = hn::And(exact, hn::Or(hn::Ge(hn::Abs(product), smallest_normal), hn::Eq(vy, zero)));
+    }
+    return exact;
+  };
+  const auto step = [&](std::size_t i, std::size_t count) SMAX_INLINE_LAMBDA {
+    VF v;
+    const auto exact = compute(LoadFloats(df, y + i, count, zero), LoadFloats(df, dy + i, count, zero), v);
+    if constexpr (kVectorChecks) {
       if (HWY_UNLIKELY(!hn::AllTrue(df, exact))) {
         HWY_ALIGN T wide[cs::kMaxVectorBytes / sizeof(float)] = {};
         SoftmaxBackwardWide(y + i, dy + i, wide, count, s, inv_t);
         v = hn::IfThenElse(exact, v, LoadFloats(df, wide, count, zero));  // exact: wide holds T values
       }
     }
-    if (count == N) cs::StoreOrStreamF32</*kNotNaN=*/true>(df, v, dx + i, stream);  // aligned: WalkFloats' aligned_to
+    if (count == N) cs::StoreOrStreamF32</*kNotNaN=*/true>(df, v, dx + i, stream);  // aligned: the walk's aligned_to
     else cs::StoreTailF32(df, v, dx + i, count);
-  }, stream ? dx : nullptr);
+  };
+  // Two vectors in LoadF32x2Paired's order, one test of both.
+  const auto pair = [&](std::size_t i) SMAX_INLINE_LAMBDA {
+    VF y0, y1, dy0, dy1, v0, v1;
+    cs::LoadF32x2Paired(df, y + i, y0, y1);
+    cs::LoadF32x2Paired(df, dy + i, dy0, dy1);
+    const auto exact0 = compute(y0, dy0, v0);
+    const auto exact1 = compute(y1, dy1, v1);
+    if constexpr (kVectorChecks) {
+      if (HWY_UNLIKELY(!hn::AllTrue(df, hn::And(exact0, exact1)))) {
+        HWY_ALIGN T wide[2 * cs::kMaxVectorBytes / sizeof(float)] = {};
+        SoftmaxBackwardWide(y + i, dy + i, wide, 2 * N, s, inv_t);
+        VF wide0, wide1;
+        cs::LoadF32x2Paired(df, wide, wide0, wide1);  // exact: wide holds T values
+        v0 = hn::IfThenElse(exact0, v0, wide0);
+        v1 = hn::IfThenElse(exact1, v1, wide1);
+      }
+    }
+    cs::StoreF32x2Paired</*kNotNaN=*/true>(df, v0, v1, dx + i, stream);
+  };
+  WalkFloatPairs<T>(n, next, pair, step, stream ? dx : nullptr);
   if (stream) hwy::FlushStream();
+  if constexpr (kRowChecks) {
+    if (HWY_UNLIKELY(!hn::AllTrue(df, hn::Eq(non_finite, zero)))) {
+      SoftmaxBackwardFloatLanes<T, kScaled, false, false>(y, dy, dx, n, s, parts, inv_t_f, inv_t, next, stream);
+    }
+  }
 }
 
 // Rows whose s or 1/T does not fit the float lanes store through the cache (rare).
@@ -437,12 +474,16 @@ void SoftmaxBackwardWrite(const T* y, const T* dy, T* dx, std::size_t n, SplitSu
     return;
   }
   stream = Streams(stream, dx);
+  // dx is y, dy, or apart from both (the API refuses any other overlap).
+  const bool row_checks = !std::is_same_v<T, half> && dx != y && dx != dy;
   if (inv_t == 1.0) {
-    SoftmaxBackwardFloatLanes<T, false, false>(y, dy, dx, n, s, parts, inv_t_f, inv_t, next, stream);
+    if (row_checks) SoftmaxBackwardFloatLanes<T, false, false, true>(y, dy, dx, n, s, parts, inv_t_f, inv_t, next, stream);
+    else SoftmaxBackwardFloatLanes<T, false, false, false>(y, dy, dx, n, s, parts, inv_t_f, inv_t, next, stream);
   } else if (inv_t_f <= 1.0f) {
-    SoftmaxBackwardFloatLanes<T, true, false>(y, dy, dx, n, s, parts, inv_t_f, inv_t, next, stream);
+    if (row_checks) SoftmaxBackwardFloatLanes<T, true, false, true>(y, dy, dx, n, s, parts, inv_t_f, inv_t, next, stream);
+    else SoftmaxBackwardFloatLanes<T, true, false, false>(y, dy, dx, n, s, parts, inv_t_f, inv_t, next, stream);
   } else {
-    SoftmaxBackwardFloatLanes<T, true, true>(y, dy, dx, n, s, parts, inv_t_f, inv_t, next, stream);
+    SoftmaxBackwardFloatLanes<T, true, true, false>(y, dy, dx, n, s, parts, inv_t_f, inv_t, next, stream);
   }
 }
 
