@@ -4,11 +4,13 @@
 // holds still. Prints, per shape, each build's median and least ns an element over
 // the rounds and the median of the rounds' ratios A / B (above 1: B is faster).
 //
-//   ab_compare A.so B.so [op=log|sb|lsb] [t=THREADS] [r=ROUNDS] f:ROWSxCOLS b:ROWSxCOLS ...
+//   ab_compare A.so B.so [op=log|sb|lsb] [t=THREADS] [r=ROUNDS] [m=MIB] f:ROWSxCOLS b:ROWSxCOLS ...
 //
 // f: f32, b: bf16 (normal(0, 3) inputs). op: softmax (the default), log_softmax,
 // softmax_backward (sb) or log_softmax_backward (lsb); the backward ops take y from
-// build A's softmax or log_softmax of those inputs and dy from normal(0, 1).
+// build A's softmax or log_softmax of those inputs and dy from normal(0, 1). With
+// m=MIB, copies of the buffers fill MIB mebibytes and the calls take them in turn:
+// beyond twice the last-level cache, every call reads memory.
 // scripts/ab.sh builds the two libraries.
 #include <dlfcn.h>
 
@@ -74,6 +76,7 @@ int main(int argc, char** argv) {
   }
   std::string entry = "smax_ab_softmax", forward = "smax_ab_softmax";
   int threads = 1, rounds = 15;
+  long mebibytes = 0;
   std::vector<std::string> shapes;
   for (int a = 3; a < argc; ++a) {
     const std::string s = argv[a];
@@ -86,6 +89,8 @@ int main(int argc, char** argv) {
       forward = "smax_ab_log_softmax";
     } else if (s.rfind("t=", 0) == 0) {
       threads = std::atoi(s.c_str() + 2);
+    } else if (s.rfind("m=", 0) == 0) {
+      mebibytes = std::atol(s.c_str() + 2);
     } else if (s.rfind("r=", 0) == 0) {
       rounds = std::max(1, std::atoi(s.c_str() + 2));
     } else {
@@ -118,13 +123,24 @@ int main(int argc, char** argv) {
       forward_a(bf16, x.data(), y.data(), rows, cols, threads);
       dy = normal_values(n, bf16, 1.0f, 8);
     }
+    // Each set: x, y (softmax) or y, dy, dx (backward).
+    const std::size_t set_bytes = x.size() * (backward ? 3 : 2);
+    const std::size_t sets = std::max<std::size_t>(1, static_cast<std::size_t>(mebibytes << 20) / set_bytes);
+    std::vector<std::vector<unsigned char>> xs(sets, x), ys(sets, y), dys(backward ? sets : 0, dy), dxs(sets, dx);
+    std::size_t next = 0;
     const auto run = [&](int k) {
       if (backward) {
         const auto op = reinterpret_cast<BackwardEntry>(f[k]);
-        return block([&] { op(bf16, y.data(), dy.data(), dx.data(), rows, cols, threads); }, rows * cols);
+        return block([&] {
+          const std::size_t at = next++ % sets;
+          op(bf16, ys[at].data(), dys[at].data(), dxs[at].data(), rows, cols, threads);
+        }, rows * cols);
       }
       const auto op = reinterpret_cast<Entry>(f[k]);
-      return block([&] { op(bf16, x.data(), y.data(), rows, cols, threads); }, rows * cols);
+      return block([&] {
+        const std::size_t at = next++ % sets;
+        op(bf16, xs[at].data(), ys[at].data(), rows, cols, threads);
+      }, rows * cols);
     };
     std::vector<double> a, b, ratio;
     for (int r = 0; r < rounds; ++r) {
