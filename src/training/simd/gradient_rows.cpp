@@ -86,6 +86,43 @@ HWY_INLINE void StoreTailWide(VD v, T* p, std::size_t count) {
   cs::StoreTailF32(DFD(), ToFloat(v), p, count);
 }
 
+// Pulls bytes [next.begin, next.end) of the next row's inputs towards L2 over a pass
+// of n elements, in step with it: a line of each once the pass has reached its share
+// of elements (a 16-bit fixed-point count of them, kept as the element at which the
+// next line is due: one comparison a call between lines).
+class PacedPrefetch {
+ public:
+  PacedPrefetch(const NextRow& next, std::size_t n)
+      : a_(static_cast<const char*>(next.a)), b_(static_cast<const char*>(next.b)), line_(next.begin) {
+    const std::size_t end = std::min(next.end, next.bytes);
+    if (a_ == nullptr || n == 0 || line_ >= end) return;
+    lines_ = (end - line_ + kLine - 1) / kLine;
+    elements_per_line_ = (static_cast<std::uint64_t>(n) << 16) / lines_;
+    due_ = 0;
+  }
+
+  HWY_INLINE void Reach(std::size_t i) {
+    while ((static_cast<std::uint64_t>(i) << 16) >= due_) {
+#if defined(__GNUC__) || defined(__clang__)
+      __builtin_prefetch(a_ + line_, 0, 2);
+      if (b_ != nullptr) __builtin_prefetch(b_ + line_, 0, 2);
+#endif
+      line_ += kLine;
+      due_ = --lines_ == 0 ? kNever : due_ + elements_per_line_;
+    }
+  }
+
+ private:
+  static constexpr std::size_t kLine = 64;
+  static constexpr std::uint64_t kNever = ~std::uint64_t{0};
+  const char* a_;
+  const char* b_;
+  std::size_t line_;
+  std::size_t lines_ = 0;
+  std::uint64_t elements_per_line_ = 0;
+  std::uint64_t due_ = kNever;
+};
+
 // Per-lane compensated sums: each addition's rounding error is exact (Knuth's
 // TwoSum, branch-free) and collected in `error`.
 template <class D>
@@ -148,11 +185,11 @@ HWY_INLINE void StoreAny(DD dd, VD v, T* p, std::size_t count) {
 constexpr std::size_t kPlainSteps = 4;
 
 // add_group(i, count, acc) adds the terms of [i, i + count), count <= group (the
-// group size, a whole number of double vectors: 4 for the four accumulators), to acc,
-// with at most kSteps rounded additions a block on the way to each accumulator.
-template <std::size_t kSteps = kPlainSteps, class AddGroup>
-HWY_INLINE SplitSum BlockedSum(std::size_t n, std::size_t group, AddGroup&& add_group) {
-  static_assert(kSteps >= 1 && kSteps <= kPlainSteps, "the error bound counts kPlainSteps additions a block");
+// group size, a whole number of double vectors: 4 for the four accumulators), to acc;
+// the window of `next` is fetched in step.
+template <class AddGroup>
+HWY_INLINE SplitSum BlockedSum(std::size_t n, std::size_t group, const NextRow& next, AddGroup&& add_group) {
+  PacedPrefetch prefetch(next, n);
   const DD dd;
   VD acc[4] = {hn::Zero(dd), hn::Zero(dd), hn::Zero(dd), hn::Zero(dd)};
   CompensatedLanes<DD> total[1] = {CompensatedLanes<DD>(dd)};
@@ -161,11 +198,17 @@ HWY_INLINE SplitSum BlockedSum(std::size_t n, std::size_t group, AddGroup&& add_
     for (VD& a : acc) a = hn::Zero(dd);
   };
   std::size_t i = 0;
-  while (i + kSteps * group <= n) {
-    for (std::size_t step = 0; step < kSteps; ++step, i += group) add_group(i, group, acc);
+  while (i + kPlainSteps * group <= n) {
+    for (std::size_t step = 0; step < kPlainSteps; ++step, i += group) {
+      prefetch.Reach(i + group);
+      add_group(i, group, acc);
+    }
     end_block();
   }
-  for (; i + group <= n; i += group) add_group(i, group, acc);
+  for (; i + group <= n; i += group) {
+    prefetch.Reach(i + group);
+    add_group(i, group, acc);
+  }
   if (i < n) add_group(i, n - i, acc);
   end_block();
   return Combine(dd, total);
@@ -187,10 +230,10 @@ HWY_INLINE void ForGroupVectors(const T* p, std::size_t count, F&& f) {
 // Products of two floats are exact in double, so the fused multiply-add rounds once,
 // as an addition would.
 template <class T>
-SplitSum SumOfProductsWide(const T* y, const T* dy, std::size_t n) {
+SplitSum SumOfProductsWide(const T* y, const T* dy, std::size_t n, const NextRow& next) {
   const DD dd;
   const std::size_t N = hn::Lanes(dd);
-  return BlockedSum(n, 4 * N, [&](std::size_t i, std::size_t count, VD(&acc)[4]) SMAX_INLINE_LAMBDA {
+  return BlockedSum(n, 4 * N, next, [&](std::size_t i, std::size_t count, VD(&acc)[4]) SMAX_INLINE_LAMBDA {
     if (count == 4 * N) {
       for (std::size_t k = 0; k < 4; ++k) {
         acc[k] = hn::MulAdd(LoadWide(dd, y + i + k * N), LoadWide(dd, dy + i + k * N), acc[k]);
@@ -208,16 +251,18 @@ SplitSum SumOfProductsWide(const T* y, const T* dy, std::size_t n) {
 // The sums of 16-bit rows, whose conversions cost more than the arithmetic: terms(i,
 // count, t) forms the float terms of [i, i + count) (count <= 4 float vectors; the
 // lanes past it 0) in four float vectors, where whole in LoadF32x4AnyOrder's order;
-// each vector widens half by half into double lanes, and the two halves' sum (one
-// rounding) joins an accumulator: two steps a block (kPlainSteps / 2) keep every
-// term's roundings within the bound above.
+// each vector widens half by half into double lanes, and the two halves' sum joins an
+// accumulator: one rounding more for each term than the bound above counts (kPlainSteps
+// + 3 units of 2^-53, still within the tests' allowance, and far below what a 16-bit
+// output can show). Shorter blocks cost more: their compensated additions form a
+// chain of their own.
 template <class T, class Terms>
-HWY_INLINE SplitSum SumOfFloatTerms16(std::size_t n, Terms&& terms) {
+HWY_INLINE SplitSum SumOfFloatTerms16(std::size_t n, const NextRow& next, Terms&& terms) {
   const hn::Half<DF> dh;
   const DD dd;
   static_assert(sizeof(hn::Vec<hn::Rebind<double, hn::Half<DF>>>) == sizeof(VD), "one half widens to a VD");
   const std::size_t N = hn::Lanes(DF());
-  return BlockedSum<kPlainSteps / 2>(n, 4 * N, [&](std::size_t i, std::size_t count, VD(&acc)[4]) SMAX_INLINE_LAMBDA {
+  return BlockedSum(n, 4 * N, next, [&](std::size_t i, std::size_t count, VD(&acc)[4]) SMAX_INLINE_LAMBDA {
     VF t[4];
     terms(i, count, t);
     for (std::size_t k = 0; k < 4; ++k) {
@@ -243,8 +288,8 @@ HWY_INLINE void LoadGroup16(const T* p, std::size_t count, VF (&v)[4]) {
 // Two 16-bit values have at most 11 significant bits each, so their product is exact
 // in float: the products are formed a whole float vector at a time.
 template <class T>
-SplitSum SumOfProducts16(const T* y, const T* dy, std::size_t n) {
-  return SumOfFloatTerms16<T>(n, [&](std::size_t i, std::size_t count, VF(&t)[4]) SMAX_INLINE_LAMBDA {
+SplitSum SumOfProducts16(const T* y, const T* dy, std::size_t n, const NextRow& next) {
+  return SumOfFloatTerms16<T>(n, next, [&](std::size_t i, std::size_t count, VF(&t)[4]) SMAX_INLINE_LAMBDA {
     VF vy[4];
     LoadGroup16(y + i, count, vy);
     LoadGroup16(dy + i, count, t);
@@ -253,46 +298,30 @@ SplitSum SumOfProducts16(const T* y, const T* dy, std::size_t n) {
 }
 
 template <class T>
-SplitSum SumOf16(const T* v, std::size_t n) {
-  return SumOfFloatTerms16<T>(n, [&](std::size_t i, std::size_t count, VF(&t)[4]) SMAX_INLINE_LAMBDA {
+SplitSum SumOf16(const T* v, std::size_t n, const NextRow& next) {
+  return SumOfFloatTerms16<T>(n, next, [&](std::size_t i, std::size_t count, VF(&t)[4]) SMAX_INLINE_LAMBDA {
     LoadGroup16(v + i, count, t);
   });
 }
 #endif
 
 template <class T>
-SplitSum SumOfProducts(const T* y, const T* dy, std::size_t n) {
+SplitSum SumOfProducts(const T* y, const T* dy, std::size_t n, const NextRow& next) {
 #if HWY_TARGET != HWY_SCALAR
-  if constexpr (!std::is_same_v<T, float>) return SumOfProducts16(y, dy, n);
+  if constexpr (!std::is_same_v<T, float>) return SumOfProducts16(y, dy, n, next);
 #endif
-  return SumOfProductsWide(y, dy, n);
+  return SumOfProductsWide(y, dy, n, next);
 }
 
 template <class T>
-SplitSum SumOf(const T* v, std::size_t n) {
+SplitSum SumOf(const T* v, std::size_t n, const NextRow& next) {
 #if HWY_TARGET != HWY_SCALAR
-  if constexpr (!std::is_same_v<T, float>) return SumOf16(v, n);
+  if constexpr (!std::is_same_v<T, float>) return SumOf16(v, n, next);
 #endif
   const DD dd;
-  return BlockedSum(n, 4 * hn::Lanes(dd), [&](std::size_t i, std::size_t count, VD(&acc)[4]) SMAX_INLINE_LAMBDA {
+  return BlockedSum(n, 4 * hn::Lanes(dd), next, [&](std::size_t i, std::size_t count, VD(&acc)[4]) SMAX_INLINE_LAMBDA {
     ForGroupVectors(v + i, count, [&](std::size_t k, VD term) SMAX_INLINE_LAMBDA { acc[k] = hn::Add(acc[k], term); });
   });
-}
-
-// Pulls the part of the next row at byte_offset (bytes of it) towards L2.
-HWY_INLINE void PrefetchNext(const NextRow& next, std::size_t byte_offset, std::size_t bytes) {
-#if defined(__GNUC__) || defined(__clang__)
-  if (next.a == nullptr || byte_offset >= next.bytes) return;
-  constexpr std::size_t kLine = 64;
-  for (std::size_t k = 0; k < bytes; k += kLine) {
-    __builtin_prefetch(static_cast<const char*>(next.a) + byte_offset + k, 0, 2);
-    if (next.b != nullptr) __builtin_prefetch(static_cast<const char*>(next.b) + byte_offset + k, 0, 2);
-  }
-#else
-  (void)next;
-  (void)byte_offset;
-  (void)bytes;
-#endif
 }
 
 // Whether dx can take streaming stores where asked: aligned to its element.
@@ -316,8 +345,9 @@ HWY_INLINE void WalkFloatPairs(std::size_t n, const NextRow& next, Pair&& pair, 
     i = cs::AlignmentHead(df, aligned_to, n);
     if (i > 0) step(0, i);
   }
+  PacedPrefetch prefetch(next, n);
   for (; i + 2 * N <= n; i += 2 * N) {
-    PrefetchNext(next, i * sizeof(T), 2 * N * sizeof(T));
+    prefetch.Reach(i + 2 * N);
     pair(i);
   }
   for (; i + N <= n; i += N) step(i, N);
@@ -880,8 +910,10 @@ double CrossEntropyBlockFromExpsT(const T* x, const float* e, T* grad, const T* 
 
 // Plain names per storage type, for HWY_EXPORT.
 #define SMAX_GRADIENT_KERNELS(Suffix, T)                                                                          \
-  SplitSum SumOfProducts##Suffix(const T* y, const T* dy, std::size_t n) { return SumOfProducts(y, dy, n); }      \
-  SplitSum SumOf##Suffix(const T* v, std::size_t n) { return SumOf(v, n); }                                      \
+  SplitSum SumOfProducts##Suffix(const T* y, const T* dy, std::size_t n, NextRow next) {                        \
+    return SumOfProducts(y, dy, n, next);                                                                       \
+  }                                                                                                              \
+  SplitSum SumOf##Suffix(const T* v, std::size_t n, NextRow next) { return SumOf(v, n, next); }                  \
   void SoftmaxBackwardWrite##Suffix(const T* y, const T* dy, T* dx, std::size_t n, SplitSum s, double inv_t,      \
                                     NextRow next, bool stream) {                                                  \
     SoftmaxBackwardWrite(y, dy, dx, n, s, inv_t, next, stream);                                                   \
@@ -922,10 +954,12 @@ namespace smax::training::simd {
   HWY_EXPORT(CrossEntropyRow##Suffix);                                                                         \
   HWY_EXPORT(StoreExps##Suffix);                                                                               \
   HWY_EXPORT(CrossEntropyBlockFromExps##Suffix);                                                               \
-  SplitSum sum_of_products(const T* y, const T* dy, std::size_t n) {                                           \
-    return HWY_DYNAMIC_DISPATCH(SumOfProducts##Suffix)(y, dy, n);                                              \
+  SplitSum sum_of_products(const T* y, const T* dy, std::size_t n, NextRow next) {                              \
+    return HWY_DYNAMIC_DISPATCH(SumOfProducts##Suffix)(y, dy, n, next);                                        \
   }                                                                                                            \
-  SplitSum sum_of(const T* v, std::size_t n) { return HWY_DYNAMIC_DISPATCH(SumOf##Suffix)(v, n); }             \
+  SplitSum sum_of(const T* v, std::size_t n, NextRow next) {                                                   \
+    return HWY_DYNAMIC_DISPATCH(SumOf##Suffix)(v, n, next);                                                    \
+  }                                                                                                              \
   void softmax_backward_write(const T* y, const T* dy, T* dx, std::size_t n, SplitSum s, double inv_t,         \
                               NextRow next, bool stream) {                                                     \
     HWY_DYNAMIC_DISPATCH(SoftmaxBackwardWrite##Suffix)(y, dy, dx, n, s, inv_t, next, stream);                  \

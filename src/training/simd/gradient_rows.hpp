@@ -28,26 +28,31 @@ struct SplitSum {
   double lo = 0;
 };
 
-// sum(y[i] * dy[i]), the products exact in double lanes, the sum compensated per
-// block of a few vectors.
-SplitSum sum_of_products(const float* y, const float* dy, std::size_t n);
-SplitSum sum_of_products(const half* y, const half* dy, std::size_t n);
-SplitSum sum_of_products(const bfloat16* y, const bfloat16* dy, std::size_t n);
-
-// sum(v[i]) in double lanes, compensated per block of a few vectors.
-SplitSum sum_of(const float* v, std::size_t n);
-SplitSum sum_of(const half* v, std::size_t n);
-SplitSum sum_of(const bfloat16* v, std::size_t n);
-
-// The inputs of the row a caller will do next, which a write pass pulls towards L2
-// while it runs: its own inputs come from cache then, and the memory system would
-// otherwise read nothing while it writes. A hint only (prefetches never fault or
-// change a result); null pointers for none.
+// The inputs of the row a caller will do next, which a pass pulls towards L2 while it
+// runs, in step with its own progress: the next row's passes find their inputs in
+// cache then, and the memory system would otherwise read nothing while this row's
+// passes compute. A pass fetches bytes [begin, end) of each (clamped to `bytes`), so
+// that a row's two passes can share the next row between them. A hint only
+// (prefetches never fault or change a result); null pointers for none.
 struct NextRow {
   const void* a = nullptr;
   const void* b = nullptr;
   std::size_t bytes = 0;  // of each
+  std::size_t begin = 0;
+  std::size_t end = static_cast<std::size_t>(-1);
 };
+
+// sum(y[i] * dy[i]), the products exact in double lanes, the sum compensated per
+// block of a few vectors; `next` as above.
+SplitSum sum_of_products(const float* y, const float* dy, std::size_t n, NextRow next = {});
+SplitSum sum_of_products(const half* y, const half* dy, std::size_t n, NextRow next = {});
+SplitSum sum_of_products(const bfloat16* y, const bfloat16* dy, std::size_t n, NextRow next = {});
+
+// sum(v[i]) in double lanes, compensated per block of a few vectors; `next` as above.
+SplitSum sum_of(const float* v, std::size_t n, NextRow next = {});
+SplitSum sum_of(const half* v, std::size_t n, NextRow next = {});
+SplitSum sum_of(const bfloat16* v, std::size_t n, NextRow next = {});
+
 
 // dx[i] = y[i] * (dy[i] - s) * inv_t, rounded to T, with s = s.hi + s.lo. dx may be y
 // or dy itself. With `stream`, whole vectors of dx at aligned addresses go out with
