@@ -286,6 +286,10 @@ HWY_INLINE void StoreOrStreamF32(DF df, hn::Vec<DF> v, T* p, bool stream) {
   }
 }
 
+// Whether LoadF32x2Paired keeps the elements' order (v0 the first Lanes(df) of them).
+template <class DF, class T>
+inline constexpr bool kPairsInOrder = !(std::is_same_v<T, bfloat16> && hn::MaxLanes(DF()) > 1);
+
 // The 2 * Lanes(df) elements at p as float in two vectors, in an order of their own
 // that StoreF32x2Paired puts back: for passes that work element by element. bf16
 // loads pairs of elements as 32-bit lanes, the even ones by a shift and the odd ones
@@ -293,7 +297,7 @@ HWY_INLINE void StoreOrStreamF32(DF df, hn::Vec<DF> v, T* p, bool stream) {
 // and two shifts. The other types load in order.
 template <class DF, class T>
 HWY_INLINE void LoadF32x2Paired(DF df, const T* p, hn::Vec<DF>& v0, hn::Vec<DF>& v1) {
-  if constexpr (std::is_same_v<T, bfloat16> && hn::MaxLanes(DF()) > 1) {
+  if constexpr (!kPairsInOrder<DF, T>) {
     const hn::RebindToUnsigned<DF> du;
     const auto pairs = hn::LoadU(du, reinterpret_cast<const std::uint32_t*>(Bits(p)));
     v0 = hn::BitCast(df, hn::ShiftLeft<16>(pairs));
@@ -309,7 +313,7 @@ HWY_INLINE void LoadF32x2Paired(DF df, const T* p, hn::Vec<DF>& v0, hn::Vec<DF>&
 // around the cache (p aligned to Lanes(df) elements of T, as StreamF32 needs).
 template <bool kNotNaN, class DF, class T>
 HWY_INLINE void StoreF32x2Paired(DF df, hn::Vec<DF> v0, hn::Vec<DF> v1, T* p, bool stream) {
-  if constexpr (std::is_same_v<T, bfloat16> && hn::MaxLanes(DF()) > 1) {
+  if constexpr (!kPairsInOrder<DF, T>) {
     const hn::RebindToUnsigned<DF> du;
     const auto rounded = [&](hn::Vec<DF> v) {
       if constexpr (kNotNaN) return RoundedBF16Bits(du, hn::BitCast(du, v));

@@ -189,7 +189,6 @@ constexpr std::size_t kPlainSteps = 4;
 // the window of `next` is fetched in step.
 template <class AddGroup>
 HWY_INLINE SplitSum BlockedSum(std::size_t n, std::size_t group, const NextRow& next, AddGroup&& add_group) {
-  PacedPrefetch prefetch(next, n);
   const DD dd;
   VD acc[4] = {hn::Zero(dd), hn::Zero(dd), hn::Zero(dd), hn::Zero(dd)};
   CompensatedLanes<DD> total[1] = {CompensatedLanes<DD>(dd)};
@@ -198,16 +197,26 @@ HWY_INLINE SplitSum BlockedSum(std::size_t n, std::size_t group, const NextRow& 
     for (VD& a : acc) a = hn::Zero(dd);
   };
   std::size_t i = 0;
-  while (i + kPlainSteps * group <= n) {
-    for (std::size_t step = 0; step < kPlainSteps; ++step, i += group) {
-      prefetch.Reach(i + group);
+  // The loop twice, with and without the prefetches: its checks cost where none is
+  // asked (3% on f32 8 x 128256 from L3).
+  const auto whole_groups = [&](auto&& reach) SMAX_INLINE_LAMBDA {
+    while (i + kPlainSteps * group <= n) {
+      for (std::size_t step = 0; step < kPlainSteps; ++step, i += group) {
+        reach(i + group);
+        add_group(i, group, acc);
+      }
+      end_block();
+    }
+    for (; i + group <= n; i += group) {
+      reach(i + group);
       add_group(i, group, acc);
     }
-    end_block();
-  }
-  for (; i + group <= n; i += group) {
-    prefetch.Reach(i + group);
-    add_group(i, group, acc);
+  };
+  if (next.a == nullptr) {
+    whole_groups([](std::size_t) {});
+  } else {
+    PacedPrefetch prefetch(next, n);
+    whole_groups([&](std::size_t at) SMAX_INLINE_LAMBDA { prefetch.Reach(at); });
   }
   if (i < n) add_group(i, n - i, acc);
   end_block();
@@ -266,7 +275,8 @@ HWY_INLINE SplitSum SumOfFloatTerms16(std::size_t n, const NextRow& next, Terms&
     VF t[4];
     terms(i, count, t);
     for (std::size_t k = 0; k < 4; ++k) {
-      acc[k] = hn::Add(acc[k], hn::Add(hn::PromoteTo(dd, hn::LowerHalf(dh, t[k])), hn::PromoteTo(dd, hn::UpperHalf(dh, t[k]))));
+      const VD halves = hn::Add(hn::PromoteTo(dd, hn::LowerHalf(dh, t[k])), hn::PromoteTo(dd, hn::UpperHalf(dh, t[k])));
+      acc[k] = hn::Add(acc[k], halves);
     }
   });
 }
@@ -330,6 +340,36 @@ HWY_INLINE bool Streams(bool stream, const T* dx) {
   return stream && reinterpret_cast<std::uintptr_t>(dx) % sizeof(T) == 0;
 }
 
+// A pair of vectors (LoadF32x2Paired's order, at element i) whose lanes that are not
+// `exact` take the double lanes' result: wide(j, count, out) writes that of [j, j +
+// count) to out, as T. Where pairs keep the elements' order, only a vector with such
+// lanes is redone (f32's cancellation test fails in a few vectors in a hundred on
+// normal data, and a pair redone whole then cost a third of the pass); bf16's
+// interleaved pair is redone whole.
+template <class T, class M, class Wide>
+HWY_INLINE void RedoInexactLanes(std::size_t i, VF& v0, VF& v1, M exact0, M exact1, Wide&& wide) {
+  const DF df;
+  const std::size_t N = hn::Lanes(df);
+  if constexpr (cs::kPairsInOrder<DF, T>) {
+    HWY_ALIGN T out[hn::MaxLanes(DF())];
+    if (!hn::AllTrue(df, exact0)) {
+      wide(i, N, out);
+      v0 = hn::IfThenElse(exact0, v0, cs::LoadF32(df, out));  // exact: out holds T values
+    }
+    if (!hn::AllTrue(df, exact1)) {
+      wide(i + N, N, out);
+      v1 = hn::IfThenElse(exact1, v1, cs::LoadF32(df, out));
+    }
+  } else {
+    HWY_ALIGN T out[2 * hn::MaxLanes(DF())];
+    wide(i, 2 * N, out);
+    VF wide0, wide1;
+    cs::LoadF32x2Paired(df, out, wide0, wide1);
+    v0 = hn::IfThenElse(exact0, v0, wide0);
+    v1 = hn::IfThenElse(exact1, v1, wide1);
+  }
+}
+
 // Walks [0, n) in float vectors, two at a time (pair(i), prefetching that stretch of
 // the next row), then one, then the tail: step(i, count). With `aligned_to` (an output
 // row of T), the walk first takes the piece before its first address aligned to a
@@ -345,10 +385,15 @@ HWY_INLINE void WalkFloatPairs(std::size_t n, const NextRow& next, Pair&& pair, 
     i = cs::AlignmentHead(df, aligned_to, n);
     if (i > 0) step(0, i);
   }
-  PacedPrefetch prefetch(next, n);
-  for (; i + 2 * N <= n; i += 2 * N) {
-    prefetch.Reach(i + 2 * N);
-    pair(i);
+  // The loop twice, with and without the prefetches, as BlockedSum's.
+  if (next.a == nullptr) {
+    for (; i + 2 * N <= n; i += 2 * N) pair(i);
+  } else {
+    PacedPrefetch prefetch(next, n);
+    for (; i + 2 * N <= n; i += 2 * N) {
+      prefetch.Reach(i + 2 * N);
+      pair(i);
+    }
   }
   for (; i + N <= n; i += N) step(i, N);
   if (i < n) step(i, n - i);
@@ -474,12 +519,9 @@ void SoftmaxBackwardFloatLanes(const T* y, const T* dy, T* dx, std::size_t n, Sp
     const auto exact1 = compute(y1, dy1, v1);
     if constexpr (kVectorChecks) {
       if (HWY_UNLIKELY(!hn::AllTrue(df, hn::And(exact0, exact1)))) {
-        HWY_ALIGN T wide[2 * cs::kMaxVectorBytes / sizeof(float)] = {};
-        SoftmaxBackwardWide(y + i, dy + i, wide, 2 * N, s, inv_t);
-        VF wide0, wide1;
-        cs::LoadF32x2Paired(df, wide, wide0, wide1);  // exact: wide holds T values
-        v0 = hn::IfThenElse(exact0, v0, wide0);
-        v1 = hn::IfThenElse(exact1, v1, wide1);
+        RedoInexactLanes<T>(i, v0, v1, exact0, exact1, [&](std::size_t j, std::size_t count, T* out) {
+          SoftmaxBackwardWide(y + j, dy + j, out, count, s, inv_t);
+        });
       }
     }
     cs::StoreF32x2Paired</*kNotNaN=*/true>(df, v0, v1, dx + i, stream);
@@ -506,14 +548,20 @@ void SoftmaxBackwardWrite(const T* y, const T* dy, T* dx, std::size_t n, SplitSu
   stream = Streams(stream, dx);
   // dx is y, dy, or apart from both (the API refuses any other overlap).
   const bool row_checks = !std::is_same_v<T, half> && dx != y && dx != dy;
+  const auto run = [&](auto scaled, auto tiny_products_matter, auto checks) {
+    SoftmaxBackwardFloatLanes<T, decltype(scaled)::value, decltype(tiny_products_matter)::value,
+                              decltype(checks)::value>(y, dy, dx, n, s, parts, inv_t_f, inv_t, next, stream);
+  };
+  const std::false_type no;
+  const std::true_type yes;
   if (inv_t == 1.0) {
-    if (row_checks) SoftmaxBackwardFloatLanes<T, false, false, true>(y, dy, dx, n, s, parts, inv_t_f, inv_t, next, stream);
-    else SoftmaxBackwardFloatLanes<T, false, false, false>(y, dy, dx, n, s, parts, inv_t_f, inv_t, next, stream);
+    if (row_checks) run(no, no, yes);
+    else run(no, no, no);
   } else if (inv_t_f <= 1.0f) {
-    if (row_checks) SoftmaxBackwardFloatLanes<T, true, false, true>(y, dy, dx, n, s, parts, inv_t_f, inv_t, next, stream);
-    else SoftmaxBackwardFloatLanes<T, true, false, false>(y, dy, dx, n, s, parts, inv_t_f, inv_t, next, stream);
+    if (row_checks) run(yes, no, yes);
+    else run(yes, no, no);
   } else {
-    SoftmaxBackwardFloatLanes<T, true, true, false>(y, dy, dx, n, s, parts, inv_t_f, inv_t, next, stream);
+    run(yes, yes, no);
   }
 }
 
@@ -577,11 +625,12 @@ HWY_INLINE VF MaxOrKeep(VF v, VF acc) {
 // larger term, so this is if anything stricter). The last two are the rare ones: with
 // kRowChecks (dx is neither input, so the row can be read again) the pass only
 // carries the largest log_y and |v| it met, and where either was out of bounds runs
-// the row again as in place, where they are tested with each vector. Each mask operation costs about as much as an arithmetic one (on AMD Zen 5
-// the five comparisons and four mask operations of an earlier form took a third of
-// the pass). S is finite here, so no dy is NaN: vectors done wholly in float lanes
-// have no NaN (a NaN log_y makes v NaN, which fails the first comparison), and 16-bit
-// stores round them without their NaN case.
+// the row again as in place, where they are tested with each vector. Each mask
+// operation costs about as much as an arithmetic one (on AMD Zen 5 the five
+// comparisons and four mask operations of an earlier form took a third of the pass).
+// S is finite here, so no dy is NaN: vectors done wholly in float lanes have no NaN
+// (a NaN log_y makes v NaN, which fails the first comparison), and 16-bit stores
+// round them without their NaN case.
 template <class T, bool kScaled, bool kRowChecks>
 void LogSoftmaxBackwardFloatLanes(const T* log_y, const T* dy, T* dx, std::size_t n, double sum, float sum_f,
                                   double inv_t, float inv_t_f, const NextRow& next, bool stream) {
@@ -646,12 +695,10 @@ void LogSoftmaxBackwardFloatLanes(const T* log_y, const T* dy, T* dx, std::size_
     const auto exact1 = compute(ly1, dy1, out1);
     if (HWY_UNLIKELY(!hn::AllTrue(df, hn::And(exact0, exact1)))) {
       // Loads before stores: dx may be dy.
-      HWY_ALIGN T wide[2 * cs::kMaxVectorBytes / sizeof(float)] = {};
-      LogSoftmaxBackwardWide(log_y + i, dy + i, wide, 2 * N, sum, inv_t);
-      VF wide0, wide1;
-      cs::LoadF32x2Paired(df, wide, wide0, wide1);  // exact: wide holds T values
-      cs::StoreF32x2Paired<false>(df, hn::IfThenElse(exact0, out0, wide0), hn::IfThenElse(exact1, out1, wide1), dx + i,
-                                  stream);
+      RedoInexactLanes<T>(i, out0, out1, exact0, exact1, [&](std::size_t j, std::size_t count, T* out) {
+        LogSoftmaxBackwardWide(log_y + j, dy + j, out, count, sum, inv_t);
+      });
+      cs::StoreF32x2Paired<false>(df, out0, out1, dx + i, stream);
       return;
     }
     cs::StoreF32x2Paired</*kNotNaN=*/true>(df, out0, out1, dx + i, stream);
@@ -683,14 +730,16 @@ void LogSoftmaxBackwardWrite(const T* log_y, const T* dy, T* dx, std::size_t n, 
     LogSoftmaxBackwardFloatLanes<T, decltype(scaled)::value, decltype(row_checks)::value>(
         log_y, dy, dx, n, sum, sum_f, inv_t, inv_t_f, next, stream);
   };
+  const std::false_type no;
+  const std::true_type yes;
   // dx is log_y, dy, or apart from both (the API refuses any other overlap).
   const bool in_place = dx == log_y || dx == dy;
   if (inv_t == 1.0) {
-    if (in_place) run(std::false_type{}, std::false_type{});
-    else run(std::false_type{}, std::true_type{});
+    if (in_place) run(no, no);
+    else run(no, yes);
   } else {
-    if (in_place) run(std::true_type{}, std::false_type{});
-    else run(std::true_type{}, std::true_type{});
+    if (in_place) run(yes, no);
+    else run(yes, yes);
   }
 }
 
@@ -910,10 +959,10 @@ double CrossEntropyBlockFromExpsT(const T* x, const float* e, T* grad, const T* 
 
 // Plain names per storage type, for HWY_EXPORT.
 #define SMAX_GRADIENT_KERNELS(Suffix, T)                                                                          \
-  SplitSum SumOfProducts##Suffix(const T* y, const T* dy, std::size_t n, NextRow next) {                        \
-    return SumOfProducts(y, dy, n, next);                                                                       \
-  }                                                                                                              \
-  SplitSum SumOf##Suffix(const T* v, std::size_t n, NextRow next) { return SumOf(v, n, next); }                  \
+  SplitSum SumOfProducts##Suffix(const T* y, const T* dy, std::size_t n, NextRow next) {                          \
+    return SumOfProducts(y, dy, n, next);                                                                         \
+  }                                                                                                               \
+  SplitSum SumOf##Suffix(const T* v, std::size_t n, NextRow next) { return SumOf(v, n, next); }                   \
   void SoftmaxBackwardWrite##Suffix(const T* y, const T* dy, T* dx, std::size_t n, SplitSum s, double inv_t,      \
                                     NextRow next, bool stream) {                                                  \
     SoftmaxBackwardWrite(y, dy, dx, n, s, inv_t, next, stream);                                                   \
@@ -954,12 +1003,12 @@ namespace smax::training::simd {
   HWY_EXPORT(CrossEntropyRow##Suffix);                                                                         \
   HWY_EXPORT(StoreExps##Suffix);                                                                               \
   HWY_EXPORT(CrossEntropyBlockFromExps##Suffix);                                                               \
-  SplitSum sum_of_products(const T* y, const T* dy, std::size_t n, NextRow next) {                              \
+  SplitSum sum_of_products(const T* y, const T* dy, std::size_t n, NextRow next) {                             \
     return HWY_DYNAMIC_DISPATCH(SumOfProducts##Suffix)(y, dy, n, next);                                        \
   }                                                                                                            \
   SplitSum sum_of(const T* v, std::size_t n, NextRow next) {                                                   \
     return HWY_DYNAMIC_DISPATCH(SumOf##Suffix)(v, n, next);                                                    \
-  }                                                                                                              \
+  }                                                                                                            \
   void softmax_backward_write(const T* y, const T* dy, T* dx, std::size_t n, SplitSum s, double inv_t,         \
                               NextRow next, bool stream) {                                                     \
     HWY_DYNAMIC_DISPATCH(SoftmaxBackwardWrite##Suffix)(y, dy, dx, n, s, inv_t, next, stream);                  \
@@ -975,7 +1024,7 @@ namespace smax::training::simd {
   BlockExpSum store_exps(const T* x, float* e, std::size_t n, float block_max) {                               \
     return HWY_DYNAMIC_DISPATCH(StoreExps##Suffix)(x, e, n, block_max);                                        \
   }                                                                                                            \
-  double cross_entropy_block_from_exps(const T* x, const float* e, T* grad, const T* weight, std::size_t n,     \
+  double cross_entropy_block_from_exps(const T* x, const float* e, T* grad, const T* weight, std::size_t n,    \
                                        float block_max, const CrossEntropyRow& row, bool want_offsets,         \
                                        NextRow next) {                                                         \
     return HWY_DYNAMIC_DISPATCH(CrossEntropyBlockFromExps##Suffix)(x, e, grad, weight, n, block_max, row,      \

@@ -53,7 +53,6 @@ SplitSum sum_of(const float* v, std::size_t n, NextRow next = {});
 SplitSum sum_of(const half* v, std::size_t n, NextRow next = {});
 SplitSum sum_of(const bfloat16* v, std::size_t n, NextRow next = {});
 
-
 // dx[i] = y[i] * (dy[i] - s) * inv_t, rounded to T, with s = s.hi + s.lo. dx may be y
 // or dy itself. With `stream`, whole vectors of dx at aligned addresses go out with
 // streaming stores (around the cache; the same bits), fenced before returning.
