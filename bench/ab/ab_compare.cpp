@@ -118,15 +118,18 @@ int main(int argc, char** argv) {
     const long rows = std::atol(s.substr(2, x_at - 2).c_str()), cols = std::atol(s.substr(x_at + 1).c_str());
     const std::size_t n = static_cast<std::size_t>(rows * cols);
     const std::vector<unsigned char> x = normal_values(n, bf16, 3.0f, 7);
-    std::vector<unsigned char> y(x.size()), dy, dx(x.size());
+    std::vector<unsigned char> y(x.size()), dy, dx;
     if (backward) {
       forward_a(bf16, x.data(), y.data(), rows, cols, threads);
       dy = normal_values(n, bf16, 1.0f, 8);
+      dx.resize(x.size());
     }
     // Each set: x, y (softmax) or y, dy, dx (backward).
     const std::size_t set_bytes = x.size() * (backward ? 3 : 2);
     const std::size_t sets = std::max<std::size_t>(1, static_cast<std::size_t>(mebibytes << 20) / set_bytes);
-    std::vector<std::vector<unsigned char>> xs(sets, x), ys(sets, y), dys(backward ? sets : 0, dy), dxs(sets, dx);
+    const std::size_t forward_sets = backward ? 0 : sets, backward_sets = backward ? sets : 0;
+    std::vector<std::vector<unsigned char>> xs(forward_sets, x), ys(sets, y), dys(backward_sets, dy),
+        dxs(backward_sets, dx);
     std::size_t next = 0;
     const auto run = [&](int k) {
       if (backward) {
