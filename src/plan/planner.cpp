@@ -91,7 +91,11 @@ void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, std::in
 // rows narrow to fit it, down to 1 KiB, so that the online panel's second read finds
 // it in L3; a column too long for that keeps 4 KiB rows. Measured on the AMD Zen 5
 // VM (4096 x 4096 along axis 0 from DRAM, two threads): 1 KiB rows of 4 MiB panels 30
-// to 34 GB/s against 26 to 31 for 4 KiB rows of 16 MiB; 512-byte rows 27 to 28. The
+// to 34 GB/s against 26 to 31 for 4 KiB rows of 16 MiB; 512-byte rows 27 to 28. Only
+// where the reported L3 is within kStreamingLlcCap: a larger one is the host's whole
+// L3, of which a core's share is unknown, and on the Intel Xeon VM (480 MiB reported)
+// narrow rows lose: the same shape 11 to 12 GB/s with 1.5 KiB rows of 6 MiB panels,
+// 16 to 17 with 4 KiB rows (docs/PERFORMANCE.md, thirteenth session). The
 // inner dimension is then cut into equal panels, rounded up to whole cache lines (two
 // threads then never write one line). The width depends on the shape and the
 // machine, never on the thread count; and results depend on neither (each lane is
@@ -107,7 +111,8 @@ std::int64_t panel_width(Op op, std::int64_t length, std::int64_t element_bytes,
   std::int64_t widest = std::max(kMinRowBytes / element_bytes, budget / column_bytes / line * line);
   const std::int64_t llc_share = counted_llc_bytes(m) / (kPanelLlcDivisor * std::max(m.threads, 1));
   const std::int64_t within_llc = llc_share / column_input_bytes / line * line;
-  if (widest > within_llc && within_llc * element_bytes >= kMinRowBytesWithinLlc) widest = within_llc;
+  const bool share_known = m.l3_bytes <= kStreamingLlcCap;
+  if (share_known && widest > within_llc && within_llc * element_bytes >= kMinRowBytesWithinLlc) widest = within_llc;
   const std::int64_t panels = (inner_extent + widest - 1) / widest;
   return std::min(inner_extent, ((inner_extent + panels - 1) / panels + line - 1) / line * line);
 }

@@ -154,28 +154,52 @@ TEST_F(Planner, TallColumnPanelsRunOnlineAndStream) {
 // allow it (the online panel's second read then finds it there); else its rows are
 // 4 KiB, as are those of panels within the share (with 4 KiB rows: columns of 1024
 // and more leave L2's budget no room for wider ones).
-TEST_F(Planner, TallPanelsFitTheirShareOfL3WhereRowsStayLong) {
-  const MachineInfo& m = machine();
-  const std::int64_t share = detail::counted_llc_bytes(m) / (detail::kPanelLlcDivisor * std::max(m.threads, 1));
+// The panel width make_plan picks for softmax of f32 [length, 4096] along axis 0 on m.
+std::int64_t column_panel_width(std::int64_t length, const MachineInfo& m) {
+  return detail::make_plan(Op::softmax, DType::f32, 4096, length, 4096, {.axis = 0}, m).panel_width;
+}
+
+MachineInfo two_cores(std::int64_t l2_bytes, std::int64_t l3_bytes) {
+  MachineInfo m;
+  m.l1d_bytes = 48 << 10;
+  m.l2_bytes = l2_bytes;
+  m.l3_bytes = l3_bytes;
+  m.threads = 2;
+  return m;
+}
+
+// An L3 the size of a core complex's (AMD Zen 5 VM: 32 MiB): tall panels narrow to a
+// core's share of it, rows no narrower than 1 KiB, as few panels as fit.
+TEST_F(Planner, TallPanelsFitTheirShareOfAnL3OfTheCoresOwn) {
+  const MachineInfo m = two_cores(1 << 20, 32 << 20);
+  const std::int64_t share = detail::counted_llc_bytes(m) / (detail::kPanelLlcDivisor * m.threads);
   for (std::int64_t length : {1024, 2048, 4096, 16384, 65536}) {
-    const std::array<std::int64_t, 2> shape{length, 4096};
-    const PlanInfo p = plan(Op::softmax, shape, DType::f32, {.axis = 0});
-    SCOPED_TRACE(p.reason);
-    const std::int64_t row_bytes = p.panel_width * 4;
+    SCOPED_TRACE(length);
+    const std::int64_t width = column_panel_width(length, m);
+    const std::int64_t row_bytes = width * 4;
     if (length * 4096 <= share) {
       EXPECT_EQ(row_bytes, 4096);
     } else if (share / (length * 4) * 4 >= 1024) {
       EXPECT_LE(length * row_bytes, share);
       EXPECT_GE(row_bytes, 1024);
       // As few panels as fit: one fewer, of equal widths in whole lines, would not.
-      const std::int64_t panels = (4096 + p.panel_width - 1) / p.panel_width;
-      if (panels > 1) {
-        const std::int64_t fewer_width = ((4096 + panels - 2) / (panels - 1) + 15) / 16 * 16;
-        EXPECT_GT(length * fewer_width * 4, share) << "the widest that fits";
-      }
+      const std::int64_t panels = (4096 + width - 1) / width;
+      ASSERT_GT(panels, 1);
+      const std::int64_t fewer_width = ((4096 + panels - 2) / (panels - 1) + 15) / 16 * 16;
+      EXPECT_GT(length * fewer_width * 4, share) << "the widest that fits";
     } else {
       EXPECT_EQ(row_bytes, 4096);
     }
+  }
+  EXPECT_EQ(column_panel_width(4096, m), 256) << "4 MiB panels of 1 KiB rows";
+}
+
+// An L3 beyond kStreamingLlcCap is the host's (Intel Xeon VM: 480 MiB reported): a
+// core's share of it is unknown, so tall panels keep their 4 KiB rows.
+TEST_F(Planner, TallPanelsKeepLongRowsWhereTheL3IsTheHosts) {
+  const MachineInfo m = two_cores(2 << 20, 480 << 20);
+  for (std::int64_t length : {1024, 4096, 65536}) {
+    EXPECT_EQ(column_panel_width(length, m), 1024) << length;
   }
 }
 
