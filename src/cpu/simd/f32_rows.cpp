@@ -131,8 +131,10 @@ bool AnyNaN(const T* x, std::size_t n) {
 // returns its second operand when either is NaN), so NaNs are found from a sum kept
 // beside it (one add a vector): it is NaN if an element is, and then, or where +inf
 // met -inf, AnyNaN decides. kChains independent max chains: four for a pass of its
-// own, two beside another pass's steps (VScaleExps).
-template <class T, std::size_t kChains>
+// own, two beside another pass's steps (VScaleExps). Without kFindsNaN the sum is not
+// kept and a NaN may be dropped: for passes whose own result turns NaN with one
+// (ExpsFromGuess's sum of exps).
+template <class T, std::size_t kChains, bool kFindsNaN = true>
 class MaxLanes {
  public:
   MaxLanes() {
@@ -147,23 +149,25 @@ class MaxLanes {
       VF v[4];
       LoadF32x4AnyOrder(d_, p, v);
       for (std::size_t k = 0; k < 4; ++k) m_[k % kChains] = hn::Max(m_[k % kChains], v[k]);
-      sums_[0] = hn::Add(sums_[0], hn::Add(v[0], v[1]));
-      sums_[1] = hn::Add(sums_[1], hn::Add(v[2], v[3]));
+      if constexpr (kFindsNaN) {
+        sums_[0] = hn::Add(sums_[0], hn::Add(v[0], v[1]));
+        sums_[1] = hn::Add(sums_[1], hn::Add(v[2], v[3]));
+      }
     } else if (count == N) {
       const VF v = LoadF32(d_, p);
       m_[0] = hn::Max(m_[0], v);
-      sums_[0] = hn::Add(sums_[0], v);
+      if constexpr (kFindsNaN) sums_[0] = hn::Add(sums_[0], v);
     } else {
       const VF v = LoadTailF32(d_, p, count, hn::Zero(d_));
       const VF neg_inf = hn::Set(d_, -std::numeric_limits<float>::infinity());
       m_[kChains - 1] = hn::Max(m_[kChains - 1], hn::IfThenElse(hn::FirstN(d_, count), v, neg_inf));
-      sums_[1] = hn::Add(sums_[1], v);
+      if constexpr (kFindsNaN) sums_[1] = hn::Add(sums_[1], v);
     }
   }
 
   // The max of the row x[0, n), every element of which was added.
   float Result(const T* x, std::size_t n) const {
-    if (!hn::AllFalse(d_, hn::IsNaN(hn::Add(sums_[0], sums_[1]))) && AnyNaN(x, n)) {
+    if (kFindsNaN && !hn::AllFalse(d_, hn::IsNaN(hn::Add(sums_[0], sums_[1]))) && AnyNaN(x, n)) {
       return std::numeric_limits<float>::quiet_NaN();
     }
     VF m = m_[0];
@@ -325,7 +329,7 @@ GuessedExpSum ExpsFromGuess(const T* x, float* e, std::size_t n, const InverseTe
   if (n == 0) return r;
   const float g = RMax(x, std::min(n, kGuessLength));
   if (!std::isfinite(g)) return r;
-  MaxLanes<T, 2> max;
+  MaxLanes<T, 2, /*kFindsNaN=*/false> max;  // a NaN makes the sum NaN, and r.ok false
   const auto beside = [&](std::size_t i, std::size_t count) { max.Add(x + i, count); };
   if constexpr (kStore) {
     r.sum = RStoreExp(x, e, n, g, inv, ahead, beside);
