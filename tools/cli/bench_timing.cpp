@@ -249,7 +249,18 @@ Measurement measure(const Kernel& kernel, bool is_copy, int repeats, Workspace& 
     if (run == 0) {
       runs = std::clamp(static_cast<int>(kBudget / std::max(elapsed, 1e-9)), std::min(3, repeats), repeats);
       if (!workspace.from_dram()) {
-        m.calls = std::clamp(static_cast<int>(std::ceil(kMinCachedRunSeconds / std::max(elapsed, 1e-9))), 1, 1000);
+        // Counted from a second call: the warm-up's first touches can take many calls'
+        // time, and a run of too few calls would then count the first call's cold
+        // cache (after the check below) in its mean.
+        const auto again = std::chrono::steady_clock::now();
+        try {
+          kernel(set.x, set.y);
+        } catch (const std::exception& e) {
+          m.problem = e.what();
+          break;
+        }
+        const double call = std::chrono::duration<double>(std::chrono::steady_clock::now() - again).count();
+        m.calls = std::clamp(static_cast<int>(std::ceil(kMinCachedRunSeconds / std::max(call, 1e-9))), 1, 1000);
       }
     } else {
       seconds.push_back(elapsed / m.calls);
