@@ -565,9 +565,13 @@ inline constexpr std::size_t kOutputFetchBytes = 16 * 1024;
 // Pass 3, last row first (the rows read last are the likeliest still in cache), from
 // `src` (S: the terms in y, or x) to y (T), as kOf says. `stream`: f32 rows are
 // written with streaming stores (whole vectors at aligned addresses), then fenced.
+// Four column vectors a step: each exp is one long chain of dependent operations, and
+// four side by side ran online panels 5-10% faster than one at a time (Intel Xeon VM,
+// 256 x 512 along axis 0 in L2, online asked).
 template <bool kUnitT, OutputOf kOf, class D, class T, class S, class L = hn::TFromD<D>>
 void OutputPass(D d, Strided<const S> src, Strided<T> y, std::size_t width, std::size_t length,
                 const InverseTemperatureLanes<D>& t, const ColumnState<L>& s, bool stream = false) {
+  const std::size_t N = hn::Lanes(d);
   const std::size_t fetch_rows = std::max<std::size_t>(1, kOutputFetchBytes / (width * sizeof(S)));
   for (std::size_t i = length; i-- > 0;) {
     const S* from = src.row(i);
@@ -601,19 +605,41 @@ void OutputPass(D d, Strided<const S> src, Strided<T> y, std::size_t width, std:
     };
     if constexpr (std::is_same_v<T, float> && std::is_same_v<L, float>) {
       if (stream && reinterpret_cast<std::uintptr_t>(to) % sizeof(float) == 0) {
-        WalkAligned(
-            d, to, width, false,
-            [&](std::size_t j) SMAX_INLINE_LAMBDA { hn::Stream(value(j, hn::Lanes(d), std::false_type()), d, to + j); },
+        WalkAlignedGroups<4>(
+            d, to, width,
+            [&](std::size_t j) SMAX_INLINE_LAMBDA {
+              const auto v0 = value(j, N, std::false_type());
+              const auto v1 = value(j + N, N, std::false_type());
+              const auto v2 = value(j + 2 * N, N, std::false_type());
+              const auto v3 = value(j + 3 * N, N, std::false_type());
+              hn::Stream(v0, d, to + j);
+              hn::Stream(v1, d, to + j + N);
+              hn::Stream(v2, d, to + j + 2 * N);
+              hn::Stream(v3, d, to + j + 3 * N);
+            },
+            [&](std::size_t j) SMAX_INLINE_LAMBDA { hn::Stream(value(j, N, std::false_type()), d, to + j); },
             [&](std::size_t j, std::size_t count) SMAX_INLINE_LAMBDA {
               Store<T, true>(d, value(j, count, std::true_type()), to + j, count);
             });
         continue;
       }
     }
-    ForColumnVectors(d, width, [&](std::size_t j, std::size_t count, auto tail_tag) SMAX_INLINE_LAMBDA {
-      constexpr bool kTail = decltype(tail_tag)::value;
-      Store<T, kTail>(d, value(j, count, tail_tag), to + j, count);
-    });
+    Walk<4>(
+        d, width, false,
+        [&](std::size_t j) SMAX_INLINE_LAMBDA {
+          const auto v0 = value(j, N, std::false_type());
+          const auto v1 = value(j + N, N, std::false_type());
+          const auto v2 = value(j + 2 * N, N, std::false_type());
+          const auto v3 = value(j + 3 * N, N, std::false_type());
+          Store<T, false>(d, v0, to + j, N);
+          Store<T, false>(d, v1, to + j + N, N);
+          Store<T, false>(d, v2, to + j + 2 * N, N);
+          Store<T, false>(d, v3, to + j + 3 * N, N);
+        },
+        [&](std::size_t j) SMAX_INLINE_LAMBDA { Store<T, false>(d, value(j, N, std::false_type()), to + j, N); },
+        [&](std::size_t j, std::size_t count) SMAX_INLINE_LAMBDA {
+          Store<T, true>(d, value(j, count, std::true_type()), to + j, count);
+        });
   }
   if (stream) hwy::FlushStream();
 }

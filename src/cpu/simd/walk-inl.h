@@ -120,6 +120,21 @@ HWY_INLINE void WalkAligned(D d, const T* y, std::size_t n, bool backward, Whole
   }
 }
 
+// WalkAligned forward, its whole vectors in groups of kUnroll (group(i) handles [i, i
+// + kUnroll * Lanes)), then single ones: independent steps side by side, for passes
+// whose step is one long dependency chain (an exp).
+template <std::size_t kUnroll, class D, class T, class Group, class Whole, class Part>
+HWY_INLINE void WalkAlignedGroups(D d, const T* y, std::size_t n, Group&& group, Whole&& whole, Part&& part) {
+  const std::size_t N = hn::Lanes(d);
+  const std::size_t head = AlignmentHead(d, y, n);
+  const std::size_t body_end = head + (n - head) / N * N;
+  if (head > 0) part(0, head);
+  std::size_t i = head;
+  for (; i + kUnroll * N <= body_end; i += kUnroll * N) group(i);
+  for (; i < body_end; i += N) whole(i);
+  if (body_end < n) part(body_end, n - body_end);
+}
+
 }  // namespace smax::cpu::simd::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
