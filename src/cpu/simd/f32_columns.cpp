@@ -396,9 +396,9 @@ HWY_INLINE void RescaleSums(VF m_old, VF m_new, double inv_t, const ColumnState<
 // added as SumPass adds them. Blocks of 8 rows ran faster from DRAM than blocks of 2,
 // 4, 16, 32 or 64 (4096 x 4096 along axis 0, one thread: 0.49 ns an element against
 // 0.52 to 0.71): more rows mean more pages read a line at a time side by side, fewer
-// mean more rescales. Each block fetches the block kStatsFetchBytes of its column
-// vectors ahead: rows narrower than a page leave the hardware prefetcher little to
-// follow (Intel Xeon VM, 4096 x 4096 along axis 0 in 384-column panels, two threads:
+// mean more rescales. Each block fetches its column vectors of the rows about
+// kStatsFetchBytes ahead: rows narrower than a page leave the hardware prefetcher
+// little to follow (Intel Xeon VM, 4096 x 4096 along axis 0 in 384-column panels, two threads:
 // 9.1 to 11.5-12.3 GB/s; no change with 1024 columns).
 inline constexpr std::size_t kStatsFetchBytes = 32 * 1024;
 
@@ -603,19 +603,23 @@ void OutputPass(D d, Strided<const S> src, Strided<T> y, std::size_t width, std:
         }
       }
     };
+    // Four whole vectors [j, j + 4N), all computed before put(v, at) stores any.
+    auto four = [&](std::size_t j, auto&& put) SMAX_INLINE_LAMBDA {
+      const auto v0 = value(j, N, std::false_type());
+      const auto v1 = value(j + N, N, std::false_type());
+      const auto v2 = value(j + 2 * N, N, std::false_type());
+      const auto v3 = value(j + 3 * N, N, std::false_type());
+      put(v0, j);
+      put(v1, j + N);
+      put(v2, j + 2 * N);
+      put(v3, j + 3 * N);
+    };
     if constexpr (std::is_same_v<T, float> && std::is_same_v<L, float>) {
       if (stream && reinterpret_cast<std::uintptr_t>(to) % sizeof(float) == 0) {
         WalkAlignedGroups<4>(
             d, to, width,
             [&](std::size_t j) SMAX_INLINE_LAMBDA {
-              const auto v0 = value(j, N, std::false_type());
-              const auto v1 = value(j + N, N, std::false_type());
-              const auto v2 = value(j + 2 * N, N, std::false_type());
-              const auto v3 = value(j + 3 * N, N, std::false_type());
-              hn::Stream(v0, d, to + j);
-              hn::Stream(v1, d, to + j + N);
-              hn::Stream(v2, d, to + j + 2 * N);
-              hn::Stream(v3, d, to + j + 3 * N);
+              four(j, [&](hn::Vec<D> v, std::size_t at) SMAX_INLINE_LAMBDA { hn::Stream(v, d, to + at); });
             },
             [&](std::size_t j) SMAX_INLINE_LAMBDA { hn::Stream(value(j, N, std::false_type()), d, to + j); },
             [&](std::size_t j, std::size_t count) SMAX_INLINE_LAMBDA {
@@ -627,14 +631,7 @@ void OutputPass(D d, Strided<const S> src, Strided<T> y, std::size_t width, std:
     Walk<4>(
         d, width, false,
         [&](std::size_t j) SMAX_INLINE_LAMBDA {
-          const auto v0 = value(j, N, std::false_type());
-          const auto v1 = value(j + N, N, std::false_type());
-          const auto v2 = value(j + 2 * N, N, std::false_type());
-          const auto v3 = value(j + 3 * N, N, std::false_type());
-          Store<T, false>(d, v0, to + j, N);
-          Store<T, false>(d, v1, to + j + N, N);
-          Store<T, false>(d, v2, to + j + 2 * N, N);
-          Store<T, false>(d, v3, to + j + 3 * N, N);
+          four(j, [&](hn::Vec<D> v, std::size_t at) SMAX_INLINE_LAMBDA { Store<T, false>(d, v, to + at, N); });
         },
         [&](std::size_t j) SMAX_INLINE_LAMBDA { Store<T, false>(d, value(j, N, std::false_type()), to + j, N); },
         [&](std::size_t j, std::size_t count) SMAX_INLINE_LAMBDA {
