@@ -48,9 +48,11 @@ def pick_default(paths, workload, dtype):
 
 
 def style(impl):
-    """Copy is the limit (dashed, black); smax's auto stands out; libraries dotted."""
+    """The copies are the limit (black; memcpy dashed, streaming stores dash-dotted); smax's auto stands out; libraries dotted."""
     if impl == "copy":
-        return dict(color="black", linestyle="--", linewidth=2.0, label="copy (limit)")
+        return dict(color="black", linestyle="--", linewidth=2.0, label="copy (memcpy)")
+    if impl == "copy-nt":
+        return dict(color="black", linestyle="-.", linewidth=1.5, label="copy-nt (streaming stores)")
     if impl == "smax:auto":
         return dict(linewidth=2.5, marker="o", markersize=4, label=impl)
     if impl.startswith("smax:"):

@@ -238,6 +238,7 @@ int run_bench(std::span<const std::string> args) {
         r.threads = threads;
         r.impl = impl.name;
         r.is_library = impl.is_library;
+        r.is_copy = impl.is_copy;
         r.from_dram = workspace.from_dram();
         try {
           Prepared prepared = impl.prepare(point, threads);

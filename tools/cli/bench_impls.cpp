@@ -5,7 +5,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "smax/info.hpp"
 #include "smax/ops.hpp"
@@ -15,26 +20,49 @@
 namespace smax::cli::bench {
 namespace {
 
+// Runs copy(from + begin, to + begin, end - begin) on `threads` threads, each
+// taking one contiguous slice, rounded to cache lines so no two threads write one line.
+template <typename Copy>
+void copy_in_slices(const void* x, void* y, std::size_t bytes, int threads, Copy copy) {
+  const auto* from = static_cast<const std::byte*>(x);
+  auto* to = static_cast<std::byte*>(y);
+#pragma omp parallel num_threads(threads)
+  {
+    const auto t = static_cast<std::size_t>(omp_get_thread_num());
+    const auto nt = static_cast<std::size_t>(omp_get_num_threads());
+    const std::size_t slice = (bytes / nt + 63) / 64 * 64;
+    const std::size_t begin = std::min(bytes, t * slice);
+    const std::size_t end = std::min(bytes, begin + slice);
+    if (end > begin) copy(from + begin, to + begin, end - begin);
+  }
+}
+
 // The physical limit: the same bytes read and written, by the same number of
-// threads as the kernels, each thread copying one contiguous slice.
+// threads as the kernels. memcpy is the faster in cache, but it may store through
+// the cache from DRAM too, reading each output line before writing it (3 bytes
+// moved for 2 counted; glibc's choice depends on the size and the CPU: on the
+// Zen 4 VM of the fourteenth session 256 MiB copy at 28-31 GB/s on two threads,
+// 48-49 with non-temporal stores). A point's limit is the faster of the two.
 Implementation copy_implementation() {
   return {"copy", false, true, [](const Point& point, int threads) {
             const std::size_t bytes = point.tensor_bytes();
             Kernel kernel = [bytes, threads](const void* x, void* y) {
-              const auto* from = static_cast<const std::byte*>(x);
-              auto* to = static_cast<std::byte*>(y);
-#pragma omp parallel num_threads(threads)
-              {
-                const auto t = static_cast<std::size_t>(omp_get_thread_num());
-                const auto nt = static_cast<std::size_t>(omp_get_num_threads());
-                // Slices rounded to cache lines, so no two threads write one line.
-                const std::size_t slice = (bytes / nt + 63) / 64 * 64;
-                const std::size_t begin = std::min(bytes, t * slice);
-                const std::size_t end = std::min(bytes, begin + slice);
-                if (end > begin) std::memcpy(to + begin, from + begin, end - begin);
-              }
+              copy_in_slices(x, y, bytes, threads, [](const std::byte* from, std::byte* to, std::size_t n) {
+                std::memcpy(to, from, n);
+              });
             };
             return Prepared{kernel, "memcpy, " + std::to_string(threads) + " thread(s)"};
+          }};
+}
+
+Implementation copy_nt_implementation() {
+  return {kCopyNtImpl, false, true, [](const Point& point, int threads) {
+            if (!copy_streaming(nullptr, nullptr, 0)) return Prepared{{}, "no non-temporal store on this CPU"};
+            const std::size_t bytes = point.tensor_bytes();
+            Kernel kernel = [bytes, threads](const void* x, void* y) {
+              copy_in_slices(x, y, bytes, threads, copy_streaming);
+            };
+            return Prepared{kernel, "non-temporal stores, " + std::to_string(threads) + " thread(s)"};
           }};
 }
 
@@ -89,8 +117,52 @@ Implementation smax_implementation(const Variant& variant) {
 
 }  // namespace
 
+// Both walk the output in whole 64-byte lines (one write-combining buffer each,
+// filled by four 16-byte stores: wider ones are no faster from DRAM, and SSE2 is
+// every x86-64's), with plain code for the unaligned head and the tail.
+bool copy_streaming(const std::byte* from, std::byte* to, std::size_t bytes) {
+#if defined(__SSE2__)
+  const std::size_t head = std::min(bytes, (kLine - reinterpret_cast<std::uintptr_t>(to) % kLine) % kLine);
+  std::memcpy(to, from, head);
+  std::size_t i = head;
+  for (; i + kLine <= bytes; i += kLine) {
+    for (std::size_t k = 0; k < kLine; k += 16) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + i + k));
+      _mm_stream_si128(reinterpret_cast<__m128i*>(to + i + k), v);
+    }
+  }
+  std::memcpy(to + i, from + i, bytes - i);
+  _mm_sfence();
+  return true;
+#else
+  (void)from, (void)to, (void)bytes;
+  return false;
+#endif
+}
+
+bool xor_streaming(const std::byte* a, const std::byte* b, std::byte* to, std::size_t bytes) {
+#if defined(__SSE2__)
+  const std::size_t head = std::min(bytes, (kLine - reinterpret_cast<std::uintptr_t>(to) % kLine) % kLine);
+  std::size_t i = 0;
+  for (; i < head; ++i) to[i] = a[i] ^ b[i];
+  for (; i + kLine <= bytes; i += kLine) {
+    for (std::size_t k = 0; k < kLine; k += 16) {
+      const __m128i va = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i + k));
+      const __m128i vb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i + k));
+      _mm_stream_si128(reinterpret_cast<__m128i*>(to + i + k), _mm_xor_si128(va, vb));
+    }
+  }
+  for (; i < bytes; ++i) to[i] = a[i] ^ b[i];
+  _mm_sfence();
+  return true;
+#else
+  (void)a, (void)b, (void)to, (void)bytes;
+  return false;
+#endif
+}
+
 std::vector<Implementation> implementations() {
-  std::vector<Implementation> all{copy_implementation()};
+  std::vector<Implementation> all{copy_implementation(), copy_nt_implementation()};
   for (const Variant& variant : kVariants) all.push_back(smax_implementation(variant));
   if (onednn_status().available) all.push_back(onednn_implementation());
   if (xnnpack_status().available) all.push_back(xnnpack_implementation());

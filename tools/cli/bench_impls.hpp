@@ -3,6 +3,7 @@
 // cannot run that point.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <string>
 #include <vector>
@@ -22,6 +23,8 @@ struct Prepared {
 
 // The textbook variant's name: its failed checks do not fail a run (Result::fails_run).
 inline constexpr const char* kNaiveImpl = "smax:naive";
+// The copy with non-temporal (streaming) stores; "copy" is memcpy. Either is the limit where it is faster.
+inline constexpr const char* kCopyNtImpl = "copy-nt";
 
 struct Implementation {
   std::string name;  // "copy", "smax:online", "onednn", ... (as in the JSON)
@@ -29,6 +32,13 @@ struct Implementation {
   bool is_copy;      // the physical limit: its output is the input, not a softmax
   std::function<Prepared(const Point& point, int threads)> prepare;
 };
+
+// The limits' kernels with non-temporal stores, which do not read the output's
+// lines before writing them: to = from, and to = a ^ b (bytewise), over `bytes`.
+// Each returns false, and does nothing, where the CPU has no such store.
+inline constexpr std::size_t kLine = 64;
+bool copy_streaming(const std::byte* from, std::byte* to, std::size_t bytes);
+bool xor_streaming(const std::byte* a, const std::byte* b, std::byte* to, std::size_t bytes);
 
 // What another library is, or why it is not in this build.
 struct LibraryStatus {
@@ -38,7 +48,7 @@ struct LibraryStatus {
   std::string reason;   // when not: what to install
 };
 
-// In table order: copy, the smax variants (auto first), then the libraries built in.
+// In table order: copy, copy-nt, the smax variants (auto first), then the libraries built in.
 std::vector<Implementation> implementations();
 std::vector<LibraryStatus> library_statuses();
 

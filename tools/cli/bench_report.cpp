@@ -203,7 +203,7 @@ void derive(std::vector<Result>& results) {
           other.gbps <= 0) {
         continue;
       }
-      if (other.impl == "copy") copy = other.gbps;
+      if (other.is_copy && !(copy >= other.gbps)) copy = other.gbps;
       if (other.is_library && other.impl != r.impl && !(best_library >= other.gbps)) best_library = other.gbps;
     }
     r.copy_fraction = r.gbps / copy;
@@ -287,10 +287,10 @@ void print_workload(std::ostream& out, const std::string& workload, const RunInf
     i = end;
   }
 
-  // The worst error of each implementation over the workload (copy has none).
+  // The worst error of each implementation over the workload (the copies have none).
   std::vector<std::string> errors;
   for (const std::string& impl : info.impls) {
-    if (impl == "copy") continue;
+    if (impl == "copy" || impl == kCopyNtImpl) continue;
     double worst = -1;
     for (const Result* r : rows) {
       if (r->impl != impl || r->skipped) continue;

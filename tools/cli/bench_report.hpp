@@ -35,13 +35,14 @@ struct Result {
   int threads = 1;
   std::string impl;
   bool is_library = false;
+  bool is_copy = false;  // a copy of the same bytes: a physical limit, not a softmax
   bool skipped = false;
   std::string note;  // the skip reason, or what ran (e.g. auto's plan)
   Measurement measurement;
   bool from_dram = false;  // the rotated buffers exceeded the last-level cache
   // Filled by derive(): comparisons with the other results of the same point.
   double gbps = 0;
-  double copy_fraction = NAN;          // gbps / copy's gbps
+  double copy_fraction = NAN;          // gbps / the faster copy's gbps
   double best_library_ratio = NAN;     // gbps / the best library's (other than this one)
 
   bool failed() const { return !skipped && !measurement.problem.empty(); }

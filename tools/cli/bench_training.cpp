@@ -1,5 +1,7 @@
 #include "bench_training.hpp"
 
+#include "bench_impls.hpp"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -126,28 +128,37 @@ class TrainingBuffers {
 };
 
 // The memory limit for the op's bytes: every thread streams one contiguous slice,
-// reading one input (memcpy) or two (a word-wise xor of both) and writing one output.
-void copy_kernel(const TrainingPoint& point, int threads, const TrainingBuffers::Set& set) {
+// reading one input (a copy) or two (a bytewise xor of both) and writing one
+// output, with cached stores or, where `non_temporal` and the CPU has them,
+// non-temporal ones (no read of the output's lines first). Returns false when
+// it could not honour `non_temporal`.
+bool limit_kernel(const TrainingPoint& point, int threads, const TrainingBuffers::Set& set, bool non_temporal) {
   const std::size_t bytes = point.tensor_bytes();
   const bool two_inputs = point.tensors_read() == 2;
+  if (non_temporal && !copy_streaming(nullptr, nullptr, 0)) return false;
 #pragma omp parallel num_threads(threads)
   {
     const auto t = static_cast<std::size_t>(omp_get_thread_num());
     const auto nt = static_cast<std::size_t>(omp_get_num_threads());
     // Slices of whole cache lines, so no two threads write one line.
-    const std::size_t slice = (bytes / nt + 63) / 64 * 64;
+    const std::size_t slice = (bytes / nt + kLine - 1) / kLine * kLine;
     const std::size_t begin = std::min(bytes, t * slice);
     const std::size_t end = std::min(bytes, begin + slice);
-    if (!two_inputs) {
-      if (end > begin) std::memcpy(set.out + begin, set.a + begin, end - begin);
+    const std::size_t n = end - begin;
+    if (non_temporal) {
+      if (two_inputs) xor_streaming(set.a + begin, set.b + begin, set.out + begin, n);
+      else copy_streaming(set.a + begin, set.out + begin, n);
+    } else if (!two_inputs) {
+      if (n > 0) std::memcpy(set.out + begin, set.a + begin, n);
     } else {
       const auto* a = reinterpret_cast<const std::uint32_t*>(set.a + begin);
       const auto* b = reinterpret_cast<const std::uint32_t*>(set.b + begin);
       auto* out = reinterpret_cast<std::uint32_t*>(set.out + begin);
-      const std::size_t words = (end - begin) / 4;  // tensor bytes are whole words: f32, or an even bf16 count
+      const std::size_t words = n / 4;  // tensor bytes are whole words: f32, or an even bf16 count
       for (std::size_t i = 0; i < words; ++i) out[i] = a[i] ^ b[i];
     }
   }
+  return true;
 }
 
 void op_kernel(const TrainingPoint& point, int threads, const TrainingBuffers& buffers,
@@ -233,10 +244,11 @@ int run_training(const TrainingSettings& settings, std::ostream& out) {
   out << "training: backward passes (read y and dy, write dx) and cross-entropy with its gradient (read the\n"
       << "          logits, write the gradient; mean over class-index targets); GB/s = those bytes / median\n"
       << "          time; copy = a plain kernel moving the same bytes (backward: 2 reads + 1 write;\n"
-      << "          cross-entropy: memcpy); outputs NaN-filled before every run and checked finite after\n";
+      << "          cross-entropy: 1 read + 1 write) with cached stores, nt = the same with non-temporal\n"
+      << "          stores; 'of copy' is of the faster; outputs NaN-filled before every run, checked after\n";
   char line[160];
-  std::snprintf(line, sizeof line, "%-21s %-11s %-5s %7s %5s %11s %9s %9s %8s\n", "op", "shape", "dtype", "threads",
-                "data", "median ms", "GB/s", "copy GB/s", "of copy");
+  std::snprintf(line, sizeof line, "%-21s %-11s %-5s %7s %5s %11s %9s %9s %9s %8s\n", "op", "shape", "dtype",
+                "threads", "data", "median ms", "GB/s", "copy GB/s", "nt GB/s", "of copy");
   out << line;
   int failures = 0;
   const std::vector<TrainingPoint> points = training_points();
@@ -248,19 +260,26 @@ int run_training(const TrainingSettings& settings, std::ostream& out) {
     for (int threads : settings.threads) {
       std::cerr << "\r[" << index + 1 << "/" << points.size() << "] training " << point.op << ' ' << point.label()
                 << ' ' << to_string(point.dtype) << ", " << threads << " thread(s)        " << std::flush;
-      const Timing copy =
-          time_runs(settings.repeats, buffers, false, [&](const TrainingBuffers::Set& set) { copy_kernel(point, threads, set); });
+      const Timing cached = time_runs(settings.repeats, buffers, false, [&](const TrainingBuffers::Set& set) {
+        limit_kernel(point, threads, set, false);
+      });
+      bool has_non_temporal = true;
+      const Timing non_temporal = time_runs(settings.repeats, buffers, false, [&](const TrainingBuffers::Set& set) {
+        has_non_temporal = limit_kernel(point, threads, set, true);
+      });
       const Timing op = time_runs(settings.repeats, buffers, true, [&](const TrainingBuffers::Set& set) {
         op_kernel(point, threads, buffers, set);
       });
       if (op.failed) ++failures;
       const double bytes = static_cast<double>(point.moved_bytes());
       const double gbps = bytes / op.median_s / 1e9;
-      const double copy_gbps = bytes / copy.median_s / 1e9;
-      std::snprintf(line, sizeof line, "%-21s %-11s %-5s %7d %5s %11.3f %9.2f %9.2f %7.0f%%%s\n", point.op.c_str(),
-                    point.label().c_str(), std::string(to_string(point.dtype)).c_str(), threads,
-                    buffers.from_dram(settings.cache_bytes) ? "dram" : "cache", op.median_s * 1e3, gbps, copy_gbps,
-                    100.0 * gbps / copy_gbps, op.failed ? " !" : "");
+      const double cached_gbps = bytes / cached.median_s / 1e9;
+      const double nt_gbps = has_non_temporal ? bytes / non_temporal.median_s / 1e9 : NAN;
+      const double copy_gbps = std::max(cached_gbps, has_non_temporal ? nt_gbps : 0.0);
+      std::snprintf(line, sizeof line, "%-21s %-11s %-5s %7d %5s %11.3f %9.2f %9.2f %9.2f %7.0f%%%s\n",
+                    point.op.c_str(), point.label().c_str(), std::string(to_string(point.dtype)).c_str(), threads,
+                    buffers.from_dram(settings.cache_bytes) ? "dram" : "cache", op.median_s * 1e3, gbps, cached_gbps,
+                    nt_gbps, 100.0 * gbps / copy_gbps, op.failed ? " !" : "");
       std::cerr << "\r" << std::string(100, ' ') << "\r" << std::flush;
       out << line << std::flush;
     }

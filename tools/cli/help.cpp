@@ -130,10 +130,12 @@ Options:
 constexpr std::string_view kBench = R"(Usage: smax bench [options]
 
 Times every smax variant (auto, auto-cached, online, online-forward, tiled,
-tiled-forward, safe, fused, naive) side by side with a plain copy of the same bytes (the
-physical limit, on as many threads) and the other libraries this build found
-(oneDNN, XNNPACK), on the same data, and prints one table per workload:
-GB/s = (input + output bytes) / median time, auto's fraction of copy and its
+tiled-forward, safe, fused, naive) side by side with two plain copies of the same
+bytes on as many threads (copy: memcpy; copy-nt: non-temporal stores, which do
+not read the output's lines first; the faster of the two is the physical limit)
+and the other libraries this build found (oneDNN, XNNPACK), on the same data, and
+prints one table per workload: GB/s = (input + output bytes) / median time,
+auto's fraction of the faster copy and its
 ratio to the best other library, and the largest relative error of each
 implementation against a long double reference. smax's kernels are
 vectorised for every dtype (Highway, the best target of this CPU).
@@ -153,7 +155,8 @@ Workloads (--workload, comma-separated; 'all' for every one):
   training    softmax_backward, log_softmax_backward and cross-entropy with its
               gradient on 8 x 128256 and 4096 x 32000, f32 and bf16, beside a
               plain kernel moving the same bytes (backward: 2 reads + 1 write;
-              cross-entropy: memcpy); a table of its own, not in --json/--csv
+              cross-entropy: a copy), with cached and with non-temporal
+              stores; a table of its own, not in --json/--csv
               (not in the default set)
   cache       one core, rows that fit in cache: 256 x 1024, 64 x 1000,
               1 x 32000, 1 x 128256 (run with --threads 1 --memory 0)
@@ -182,7 +185,7 @@ Options:
   --memory SIZE      the most memory a point's rotated buffer copies may take
                      (default 1G); 0 keeps one set, so that points smaller
                      than the cache run from cache
-  --impl LIST        implementations to run: copy, smax (every variant),
+  --impl LIST        implementations to run: copy, copy-nt, smax (every variant),
                      smax:auto, smax:online, ..., onednn, xnnpack (default all)
   --seed N           seed of the random inputs (default 1)
   --json FILE        write every measurement and the machine as JSON
