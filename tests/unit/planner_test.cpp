@@ -203,6 +203,29 @@ TEST_F(Planner, TallPanelsKeepLongRowsWhereTheL3IsTheHosts) {
   }
 }
 
+// A short axis whose panels of 4 KiB rows would just overflow L2 (and so run online)
+// narrows its rows to fit half of L2, down to 1 KiB, and takes three passes there:
+// [8, 256, 56, 56] along axis 1 with a 1 MiB L2. Where 4 KiB rows fit (a 2 MiB L2),
+// or only rows under 1 KiB would (a longer axis), the width is the old one.
+TEST_F(Planner, ShortAxisPanelsNarrowToFitL2) {
+  const auto columns_plan = [](std::int64_t length, const MachineInfo& m) {
+    return detail::make_plan(Op::softmax, DType::f32, 8 * 3136, length, 3136, {.axis = 1}, m);
+  };
+  const MachineInfo small_l2 = two_cores(1 << 20, 32 << 20);
+  const detail::Plan narrowed = columns_plan(256, small_l2);
+  EXPECT_EQ(narrowed.algorithm, Algorithm::fused);
+  EXPECT_LE(256 * narrowed.panel_width * 4 * 2, small_l2.l2_bytes / 2);
+  EXPECT_GE(narrowed.panel_width * 4, 1024);
+
+  const detail::Plan kept = columns_plan(256, two_cores(2 << 20, 32 << 20));
+  EXPECT_EQ(kept.algorithm, Algorithm::fused);
+  EXPECT_EQ(kept.panel_width, 784) << "four panels of 4 KiB rows or less fit a 2 MiB L2";
+
+  const detail::Plan tall = columns_plan(1024, small_l2);
+  EXPECT_EQ(tall.algorithm, Algorithm::online);
+  EXPECT_EQ(tall.panel_width, 784) << "1 KiB rows of 1024 would not fit half of L2: 4 KiB rows, in four panels";
+}
+
 TEST_F(Planner, RowsMuchLargerThanL2AreOnline) {
   // Four times L2 in f32 input alone, in a call beyond a quarter of L3 (a single such
   // row in a call within the cache runs softmax fused over chunks, above).
