@@ -57,7 +57,7 @@ Implementation copy_implementation() {
 
 Implementation copy_nt_implementation() {
   return {kCopyNtImpl, false, true, [](const Point& point, int threads) {
-            if (!copy_streaming(nullptr, nullptr, 0)) return Prepared{{}, "no non-temporal store on this CPU"};
+            if (!kNonTemporalStores) return Prepared{{}, "no non-temporal store on this CPU"};
             const std::size_t bytes = point.tensor_bytes();
             Kernel kernel = [bytes, threads](const void* x, void* y) {
               copy_in_slices(x, y, bytes, threads, copy_streaming);
@@ -120,7 +120,7 @@ Implementation smax_implementation(const Variant& variant) {
 // Both walk the output in whole 64-byte lines (one write-combining buffer each,
 // filled by four 16-byte stores: wider ones are no faster from DRAM, and SSE2 is
 // every x86-64's), with plain code for the unaligned head and the tail.
-bool copy_streaming(const std::byte* from, std::byte* to, std::size_t bytes) {
+void copy_streaming(const std::byte* from, std::byte* to, std::size_t bytes) {
 #if defined(__SSE2__)
   const std::size_t head = std::min(bytes, (kLine - reinterpret_cast<std::uintptr_t>(to) % kLine) % kLine);
   std::memcpy(to, from, head);
@@ -133,14 +133,12 @@ bool copy_streaming(const std::byte* from, std::byte* to, std::size_t bytes) {
   }
   std::memcpy(to + i, from + i, bytes - i);
   _mm_sfence();
-  return true;
 #else
   (void)from, (void)to, (void)bytes;
-  return false;
 #endif
 }
 
-bool xor_streaming(const std::byte* a, const std::byte* b, std::byte* to, std::size_t bytes) {
+void xor_streaming(const std::byte* a, const std::byte* b, std::byte* to, std::size_t bytes) {
 #if defined(__SSE2__)
   const std::size_t head = std::min(bytes, (kLine - reinterpret_cast<std::uintptr_t>(to) % kLine) % kLine);
   std::size_t i = 0;
@@ -154,10 +152,8 @@ bool xor_streaming(const std::byte* a, const std::byte* b, std::byte* to, std::s
   }
   for (; i < bytes; ++i) to[i] = a[i] ^ b[i];
   _mm_sfence();
-  return true;
 #else
   (void)a, (void)b, (void)to, (void)bytes;
-  return false;
 #endif
 }
 

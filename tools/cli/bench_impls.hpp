@@ -35,10 +35,15 @@ struct Implementation {
 
 // The limits' kernels with non-temporal stores, which do not read the output's
 // lines before writing them: to = from, and to = a ^ b (bytewise), over `bytes`.
-// Each returns false, and does nothing, where the CPU has no such store.
+// Only where kNonTemporalStores (x86-64: SSE2); elsewhere they do nothing.
+#if defined(__SSE2__)
+inline constexpr bool kNonTemporalStores = true;
+#else
+inline constexpr bool kNonTemporalStores = false;
+#endif
 inline constexpr std::size_t kLine = 64;
-bool copy_streaming(const std::byte* from, std::byte* to, std::size_t bytes);
-bool xor_streaming(const std::byte* a, const std::byte* b, std::byte* to, std::size_t bytes);
+void copy_streaming(const std::byte* from, std::byte* to, std::size_t bytes);
+void xor_streaming(const std::byte* a, const std::byte* b, std::byte* to, std::size_t bytes);
 
 // What another library is, or why it is not in this build.
 struct LibraryStatus {

@@ -1,7 +1,5 @@
 #include "bench_training.hpp"
 
-#include "bench_impls.hpp"
-
 #include <omp.h>
 
 #include <algorithm>
@@ -15,6 +13,7 @@
 #include <new>
 #include <random>
 
+#include "bench_impls.hpp"
 #include "smax/ops.hpp"
 #include "smax/options.hpp"
 #include "smax/tensor.hpp"
@@ -129,13 +128,11 @@ class TrainingBuffers {
 
 // The memory limit for the op's bytes: every thread streams one contiguous slice,
 // reading one input (a copy) or two (a bytewise xor of both) and writing one
-// output, with cached stores or, where `non_temporal` and the CPU has them,
-// non-temporal ones (no read of the output's lines first). Returns false when
-// it could not honour `non_temporal`.
-bool limit_kernel(const TrainingPoint& point, int threads, const TrainingBuffers::Set& set, bool non_temporal) {
+// output, with cached stores or non-temporal ones (no read of the output's lines
+// first; only where kNonTemporalStores).
+void limit_kernel(const TrainingPoint& point, int threads, const TrainingBuffers::Set& set, bool non_temporal) {
   const std::size_t bytes = point.tensor_bytes();
   const bool two_inputs = point.tensors_read() == 2;
-  if (non_temporal && !copy_streaming(nullptr, nullptr, 0)) return false;
 #pragma omp parallel num_threads(threads)
   {
     const auto t = static_cast<std::size_t>(omp_get_thread_num());
@@ -158,7 +155,6 @@ bool limit_kernel(const TrainingPoint& point, int threads, const TrainingBuffers
       for (std::size_t i = 0; i < words; ++i) out[i] = a[i] ^ b[i];
     }
   }
-  return true;
 }
 
 void op_kernel(const TrainingPoint& point, int threads, const TrainingBuffers& buffers,
@@ -263,10 +259,10 @@ int run_training(const TrainingSettings& settings, std::ostream& out) {
       const Timing cached = time_runs(settings.repeats, buffers, false, [&](const TrainingBuffers::Set& set) {
         limit_kernel(point, threads, set, false);
       });
-      bool has_non_temporal = true;
-      const Timing non_temporal = time_runs(settings.repeats, buffers, false, [&](const TrainingBuffers::Set& set) {
-        has_non_temporal = limit_kernel(point, threads, set, true);
-      });
+      const Timing non_temporal =
+          kNonTemporalStores ? time_runs(settings.repeats, buffers, false,
+                                         [&](const TrainingBuffers::Set& set) { limit_kernel(point, threads, set, true); })
+                             : Timing{};
       const Timing op = time_runs(settings.repeats, buffers, true, [&](const TrainingBuffers::Set& set) {
         op_kernel(point, threads, buffers, set);
       });
@@ -274,8 +270,8 @@ int run_training(const TrainingSettings& settings, std::ostream& out) {
       const double bytes = static_cast<double>(point.moved_bytes());
       const double gbps = bytes / op.median_s / 1e9;
       const double cached_gbps = bytes / cached.median_s / 1e9;
-      const double nt_gbps = has_non_temporal ? bytes / non_temporal.median_s / 1e9 : NAN;
-      const double copy_gbps = std::max(cached_gbps, has_non_temporal ? nt_gbps : 0.0);
+      const double nt_gbps = kNonTemporalStores ? bytes / non_temporal.median_s / 1e9 : NAN;
+      const double copy_gbps = kNonTemporalStores ? std::max(cached_gbps, nt_gbps) : cached_gbps;
       std::snprintf(line, sizeof line, "%-21s %-11s %-5s %7d %5s %11.3f %9.2f %9.2f %9.2f %7.0f%%%s\n",
                     point.op.c_str(), point.label().c_str(), std::string(to_string(point.dtype)).c_str(), threads,
                     buffers.from_dram(settings.cache_bytes) ? "dram" : "cache", op.median_s * 1e3, gbps, cached_gbps,
