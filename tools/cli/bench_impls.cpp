@@ -20,21 +20,14 @@
 namespace smax::cli::bench {
 namespace {
 
-// Runs copy(from + begin, to + begin, end - begin) on `threads` threads, each
-// taking one contiguous slice, rounded to cache lines so no two threads write one line.
+// copy(from, to, n) over every thread's slice of the `bytes` (for_each_slice).
 template <typename Copy>
 void copy_in_slices(const void* x, void* y, std::size_t bytes, int threads, Copy copy) {
   const auto* from = static_cast<const std::byte*>(x);
   auto* to = static_cast<std::byte*>(y);
-#pragma omp parallel num_threads(threads)
-  {
-    const auto t = static_cast<std::size_t>(omp_get_thread_num());
-    const auto nt = static_cast<std::size_t>(omp_get_num_threads());
-    const std::size_t slice = (bytes / nt + 63) / 64 * 64;
-    const std::size_t begin = std::min(bytes, t * slice);
-    const std::size_t end = std::min(bytes, begin + slice);
+  for_each_slice(bytes, threads, [&](std::size_t begin, std::size_t end) {
     if (end > begin) copy(from + begin, to + begin, end - begin);
-  }
+  });
 }
 
 // The physical limit: the same bytes read and written, by the same number of
@@ -116,6 +109,17 @@ Implementation smax_implementation(const Variant& variant) {
 }
 
 }  // namespace
+
+void for_each_slice(std::size_t bytes, int threads, const std::function<void(std::size_t, std::size_t)>& f) {
+#pragma omp parallel num_threads(threads)
+  {
+    const auto t = static_cast<std::size_t>(omp_get_thread_num());
+    const auto nt = static_cast<std::size_t>(omp_get_num_threads());
+    const std::size_t slice = (bytes / nt + kLine - 1) / kLine * kLine;
+    const std::size_t begin = std::min(bytes, t * slice);
+    f(begin, std::min(bytes, begin + slice));
+  }
+}
 
 // Both walk the output in whole 64-byte lines (one write-combining buffer each,
 // filled by four 16-byte stores: wider ones are no faster from DRAM, and SSE2 is

@@ -33,6 +33,11 @@ struct Implementation {
   std::function<Prepared(const Point& point, int threads)> prepare;
 };
 
+// Runs f(begin, end) on `threads` OpenMP threads, each over one contiguous slice of
+// [0, bytes) in whole cache lines (kLine), so that no two threads write one line:
+// how the limits' kernels split their bytes.
+void for_each_slice(std::size_t bytes, int threads, const std::function<void(std::size_t, std::size_t)>& f);
+
 // The limits' kernels with non-temporal stores, which do not read the output's
 // lines before writing them: to = from, and to = a ^ b (bytewise), over `bytes`.
 // Only where kNonTemporalStores (x86-64: SSE2); elsewhere they do nothing.

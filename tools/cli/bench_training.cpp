@@ -1,7 +1,5 @@
 #include "bench_training.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -126,21 +124,13 @@ class TrainingBuffers {
   std::vector<std::int64_t> targets_;
 };
 
-// The memory limit for the op's bytes: every thread streams one contiguous slice,
+// The memory limit for the op's bytes: every thread streams its slice (for_each_slice),
 // reading one input (a copy) or two (a bytewise xor of both) and writing one
 // output, with cached stores or non-temporal ones (no read of the output's lines
 // first; only where kNonTemporalStores).
 void limit_kernel(const TrainingPoint& point, int threads, const TrainingBuffers::Set& set, bool non_temporal) {
-  const std::size_t bytes = point.tensor_bytes();
   const bool two_inputs = point.tensors_read() == 2;
-#pragma omp parallel num_threads(threads)
-  {
-    const auto t = static_cast<std::size_t>(omp_get_thread_num());
-    const auto nt = static_cast<std::size_t>(omp_get_num_threads());
-    // Slices of whole cache lines, so no two threads write one line.
-    const std::size_t slice = (bytes / nt + kLine - 1) / kLine * kLine;
-    const std::size_t begin = std::min(bytes, t * slice);
-    const std::size_t end = std::min(bytes, begin + slice);
+  for_each_slice(point.tensor_bytes(), threads, [&](std::size_t begin, std::size_t end) {
     const std::size_t n = end - begin;
     if (non_temporal) {
       if (two_inputs) xor_streaming(set.a + begin, set.b + begin, set.out + begin, n);
@@ -154,7 +144,7 @@ void limit_kernel(const TrainingPoint& point, int threads, const TrainingBuffers
       const std::size_t words = n / 4;  // tensor bytes are whole words: f32, or an even bf16 count
       for (std::size_t i = 0; i < words; ++i) out[i] = a[i] ^ b[i];
     }
-  }
+  });
 }
 
 void op_kernel(const TrainingPoint& point, int threads, const TrainingBuffers& buffers,
