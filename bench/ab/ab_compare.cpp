@@ -4,13 +4,17 @@
 // holds still. Prints, per shape, each build's median and least ns an element over
 // the rounds and the median of the rounds' ratios A / B (above 1: B is faster).
 //
-//   ab_compare A.so B.so [op=log|sb|lsb] [t=THREADS] [r=ROUNDS] [m=MIB] f:ROWSxCOLS b:ROWSxCOLS ...
+//   ab_compare A.so B.so [op=log|sb|lsb] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] f:ROWSxCOLS b:ROWSxCOLS ...
 //
 // f: f32, b: bf16 (normal(0, 3) inputs). op: softmax (the default), log_softmax,
 // softmax_backward (sb) or log_softmax_backward (lsb); the backward ops take y from
 // build A's softmax or log_softmax of those inputs and dy from normal(0, 1). With
 // m=MIB, copies of the buffers fill MIB mebibytes and the calls take them in turn:
-// beyond twice the last-level cache, every call reads memory.
+// beyond twice the last-level cache, every call reads memory. Every buffer starts at
+// a page boundary, or o=BYTES past one (o=16: where glibc's malloc puts large blocks,
+// and so std::vector's and NumPy's), since loads that cross cache lines cost more and
+// some kernels take other paths for outputs that are not aligned to the vector;
+// ox=BYTES sets the inputs' offset apart (x, or y and dy).
 // scripts/ab.sh builds the two libraries.
 #include <dlfcn.h>
 
@@ -20,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -67,16 +72,45 @@ std::vector<unsigned char> normal_values(std::size_t n, int bf16, float sigma, u
   return out;
 }
 
+// A copy of `from` that starts `offset` bytes past a page boundary.
+class Buffer {
+ public:
+  Buffer(const std::vector<unsigned char>& from, std::size_t offset)
+      : base_(static_cast<unsigned char*>(std::aligned_alloc(4096, (from.size() + offset + 4095) / 4096 * 4096))),
+        data_(base_ + offset) {
+    if (base_ == nullptr) std::abort();
+    std::memcpy(data_, from.data(), from.size());
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  Buffer(Buffer&& other) noexcept : base_(other.base_), data_(other.data_) { other.base_ = nullptr; }
+  ~Buffer() { std::free(base_); }
+  unsigned char* data() const { return data_; }
+
+ private:
+  unsigned char* base_;
+  unsigned char* data_;
+};
+
+std::vector<Buffer> copies(std::size_t count, const std::vector<unsigned char>& from, std::size_t offset) {
+  std::vector<Buffer> out;
+  out.reserve(count);
+  for (std::size_t k = 0; k < count; ++k) out.emplace_back(from, offset);
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: %s A.so B.so [op=log] [t=THREADS] [r=ROUNDS] f:ROWSxCOLS b:ROWSxCOLS ...\n", argv[0]);
+    std::fprintf(stderr, "usage: %s A.so B.so [op=log|sb|lsb] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] f:ROWSxCOLS b:ROWSxCOLS ...\n", argv[0]);
     return 2;
   }
   std::string entry = "smax_ab_softmax", forward = "smax_ab_softmax";
   int threads = 1, rounds = 15;
   long mebibytes = 0;
+  std::size_t offset = 0;
+  std::optional<std::size_t> x_offset;
   std::vector<std::string> shapes;
   for (int a = 3; a < argc; ++a) {
     const std::string s = argv[a];
@@ -91,6 +125,10 @@ int main(int argc, char** argv) {
       threads = std::atoi(s.c_str() + 2);
     } else if (s.rfind("m=", 0) == 0) {
       mebibytes = std::atol(s.c_str() + 2);
+    } else if (s.rfind("ox=", 0) == 0) {
+      x_offset = static_cast<std::size_t>(std::atol(s.c_str() + 3));
+    } else if (s.rfind("o=", 0) == 0) {
+      offset = static_cast<std::size_t>(std::atol(s.c_str() + 2));
     } else if (s.rfind("r=", 0) == 0) {
       rounds = std::max(1, std::atoi(s.c_str() + 2));
     } else {
@@ -128,8 +166,11 @@ int main(int argc, char** argv) {
     const std::size_t set_bytes = x.size() * (backward ? 3 : 2);
     const std::size_t sets = std::max<std::size_t>(1, static_cast<std::size_t>(mebibytes << 20) / set_bytes);
     const std::size_t forward_sets = backward ? 0 : sets, backward_sets = backward ? sets : 0;
-    std::vector<std::vector<unsigned char>> xs(forward_sets, x), ys(sets, y), dys(backward_sets, dy),
-        dxs(backward_sets, dx);
+    // The inputs: x, or y and dy (backward); the output: y, or dx.
+    const std::size_t input_offset = x_offset.value_or(offset);
+    const std::vector<Buffer> xs = copies(forward_sets, x, input_offset),
+                              ys = copies(sets, y, backward ? input_offset : offset),
+                              dys = copies(backward_sets, dy, input_offset), dxs = copies(backward_sets, dx, offset);
     std::size_t next = 0;
     const auto run = [&](int k) {
       if (backward) {

@@ -210,39 +210,51 @@ TEST_P(SimdRows, StreamingStoresWriteTheCachedBits) {
   }
 }
 
-// Rows whose outputs are aligned to the vector stream from registers (short rows) or
-// with each row's scaling pass inside the next row's exp pass (f32_rows.hpp): the
-// same bits as cached stores, also around a row with a non-finite max, which leaves
+// Streamed rows take one of three paths by their output's address: from registers or
+// with each row's scaling pass inside the next row's exp pass (f32_rows.hpp) where
+// every row is aligned to the vector, else the fused passes with streamed whole
+// vectors between two cached pieces. Each writes the bits of cached stores and
+// nothing outside the output, also around a row with a non-finite max, which leaves
 // the batch.
-TEST_P(SimdRows, AlignedStreamingRowsWriteTheCachedBits) {
+TEST_P(SimdRows, StreamingRowsWriteTheCachedBitsAtAnyOutputOffset) {
   const DType dtype = GetParam();
   const std::size_t size = size_of(dtype);
   constexpr std::size_t kAlign = 256;  // every target's vector
+  constexpr std::size_t kGuard = 256;
+  constexpr unsigned char kFill = 0xA5;
   for (std::int64_t target : simd_targets()) {
     SCOPED_TRACE(hwy::TargetName(target));
     with_target(target, [&] {
-      for (std::int64_t n : {48, 128, 272, 1024, 4096, 8192}) {
-        SCOPED_TRACE("n=" + std::to_string(n));
+      for (std::int64_t n : {48, 128, 272, 1000, 1024, 4096, 4097, 8192}) {
         constexpr std::int64_t kRows = 5;
         TestTensor x(dtype, {kRows, n});
         fill_normal(x, rng(), Distribution{1.0, 5.0});
-        if (n == 128 || n == 1024) x.set_at(2 * n + 7, std::numeric_limits<double>::quiet_NaN());
+        if (n == 128 || n == 1024 || n == 4097) x.set_at(2 * n + 7, std::numeric_limits<double>::quiet_NaN());
         const Options cached_options{.algorithm = Algorithm::fused, .stores = Stores::cached};
         const TestTensor cached =
             run_and_check(Op::softmax, x, cached_options, Layout::contiguous, reference_nd(Op::softmax, x, Options{}));
         const auto bytes = static_cast<std::size_t>(kRows * n) * size;
-        std::vector<unsigned char> storage(2 * bytes + 2 * kAlign);
+        std::vector<unsigned char> storage(2 * bytes + 3 * kAlign + 2 * kGuard);
         unsigned char* in = storage.data();
         while (reinterpret_cast<std::uintptr_t>(in) % kAlign != 0) ++in;
-        unsigned char* out = in + bytes;
         std::memcpy(in, x.data(), bytes);
-        for (Algorithm algorithm : {Algorithm::fused, Algorithm::automatic}) {
-          std::fill(out, out + bytes, static_cast<unsigned char>(0xA5));
-          softmax(TensorView(in, dtype, {kRows, n}), MutableTensorView(out, dtype, {kRows, n}),
-                  Options{.algorithm = algorithm, .stores = Stores::streaming});
-          for (std::size_t i = 0; i < bytes; i += size) {
-            ASSERT_EQ(std::memcmp(out + i, static_cast<const unsigned char*>(cached.data()) + i, size), 0)
-                << "element " << i / size << " (" << to_string(algorithm) << ")";
+        unsigned char* const out_aligned = in + (bytes + kGuard + kAlign - 1) / kAlign * kAlign;
+        for (std::size_t offset : {std::size_t{0}, size, std::size_t{16}, std::size_t{40}}) {
+          unsigned char* out = out_aligned + offset;
+          for (Algorithm algorithm : {Algorithm::fused, Algorithm::automatic}) {
+            SCOPED_TRACE("n=" + std::to_string(n) + " output offset " + std::to_string(offset) + ' ' +
+                         std::string(to_string(algorithm)));
+            std::fill(out - kGuard, out + bytes + kGuard, kFill);
+            softmax(TensorView(in, dtype, {kRows, n}), MutableTensorView(out, dtype, {kRows, n}),
+                    Options{.algorithm = algorithm, .stores = Stores::streaming});
+            for (std::size_t i = 0; i < bytes; i += size) {
+              ASSERT_EQ(std::memcmp(out + i, static_cast<const unsigned char*>(cached.data()) + i, size), 0)
+                  << "element " << i / size;
+            }
+            for (std::size_t i = 0; i < kGuard; ++i) {
+              ASSERT_EQ(out[-1 - static_cast<std::ptrdiff_t>(i)], kFill) << "written " << i + 1 << " bytes before";
+              ASSERT_EQ(out[bytes + i], kFill) << "written " << i << " bytes past the end";
+            }
           }
         }
       }
