@@ -55,6 +55,19 @@ def test_streaming_stores_write_the_cached_bits():
         np.testing.assert_array_equal(smax.log_softmax(x, stores="streaming"), smax.log_softmax(x, stores="cached"))
 
 
+def test_large_new_outputs_start_at_a_cache_line():
+    # NumPy's own large arrays start 16 bytes past a page; smax's new outputs of a
+    # mebibyte or more start at 64 bytes, with the bits of any other output.
+    x = np.random.default_rng().normal(0.0, 3.0, (64, 4096)).astype(np.float32)
+    for op in (smax.softmax, smax.log_softmax):
+        y = op(x, stores="streaming")
+        assert y.ctypes.data % 64 == 0 and y.shape == x.shape and y.dtype == x.dtype and y.flags.c_contiguous
+        out = np.empty(x.size + 1, np.float32)[1:].reshape(x.shape)  # 4 bytes past wherever NumPy put it
+        np.testing.assert_array_equal(op(x, stores="streaming", out=out), y)
+    small = smax.softmax(np.zeros((2, 3), np.float32))
+    assert small.base is None  # small outputs: NumPy's own array
+
+
 def test_plan_errors():
     import pytest
 
