@@ -151,11 +151,33 @@ TEST_F(CliBench, ListShowsThePointsSizedByBytes) {
   EXPECT_NE(out.find("smax:online-forward"), std::string::npos) << out;
 }
 
+// Tensors 16 bytes past a page, as NumPy's: the kernels and the check read the same
+// shifted buffers (an input left unshifted would be read unfilled and fail the check).
+TEST_F(CliBench, OffsetTensorsPassTheCheck) {
+  const std::string json_path = (dir / "offset.json").string();
+  const RunResult result = bench({"--workload", "classify", "--impl", "copy,smax:auto,smax:online", "--repeats", "1",
+                                  "--bytes", "64K", "--memory", "16M", "--threads", "1", "--offset", "16", "--json",
+                                  json_path});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("every tensor starts 16 bytes past a page"), std::string::npos) << result.out;
+  const Json json = Json::parse(slurp(json_path));
+  EXPECT_EQ(json.at("settings").at("offset_bytes").as_int(), 16);
+  const auto& results = json.at("results").as_array();
+  EXPECT_EQ(results.size(), 3u);
+  for (const Json& r : results) {
+    SCOPED_TRACE(r.at("impl").as_string());
+    EXPECT_TRUE(r.at("ok").as_bool());
+    if (r.at("impl").as_string() != "copy") {
+      EXPECT_LT(r.at("max_rel_err").as_number(), 1e-6);
+    }
+  }
+}
+
 TEST_F(CliBench, HelpNamesTheWorkloads) {
   const RunResult result = run_cli({"bench", "--help"});
   ASSERT_EQ(result.exit_code, 0);
   for (const char* word : {"--workload", "sweep", "vocab", "attention", "classify", "long-row", "axis", "half",
-                           "--bytes", "--json", "--plot"}) {
+                           "--bytes", "--offset", "--json", "--plot"}) {
     EXPECT_NE(result.out.find(word), std::string::npos) << word;
   }
 }
@@ -173,6 +195,8 @@ TEST_F(CliBench, MalformedCommandLines) {
       {{"--bytes", "12Q"}, "--bytes 12Q: expected a size"},
       {{"--bytes", "100"}, "--bytes must be at least 1K"},
       {{"--repeats", "0"}, "--repeats must be at least 1"},
+      {{"--offset", "4096"}, "--offset 4096: must be less than a page (4096 bytes)"},
+      {{"--workload", "classify", "--offset", "2"}, "--offset 2: not a multiple of the 4-byte elements of f32"},
       {{"--impl", "torch"}, "--impl torch: unknown implementation"},
       {{"--frobnicate"}, "unknown option '--frobnicate'"},
       {{"extra"}, "unexpected extra argument 'extra'"},

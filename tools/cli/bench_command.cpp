@@ -18,6 +18,7 @@
 #include "bench_training.hpp"
 #include "bench_workloads.hpp"
 #include "commands.hpp"
+#include "smax/dtype.hpp"
 #include "smax/error.hpp"
 #include "smax/info.hpp"
 
@@ -26,11 +27,12 @@ namespace {
 
 using namespace bench;
 
-constexpr std::array<OptionSpec, 11> kBenchOptions{{{"workload", true},
+constexpr std::array<OptionSpec, 12> kBenchOptions{{{"workload", true},
                                                     {"threads", true},
                                                     {"bytes", true},
                                                     {"repeats", true},
                                                     {"memory", true},
+                                                    {"offset", true},
                                                     {"impl", true},
                                                     {"seed", true},
                                                     {"json", true},
@@ -155,6 +157,28 @@ void list_points(const std::vector<Point>& points, const std::vector<Implementat
   std::cout << '\n';
 }
 
+// Tensors start --offset bytes past a page: less than a page, and on an element
+// boundary of every dtype the run measures (the kernels take element-aligned data).
+void check_offset(std::size_t offset, const std::vector<Point>& points, bool training) {
+  constexpr std::size_t kPage = 4096;
+  if (offset >= kPage) {
+    throw UsageError("bench", "--offset " + std::to_string(offset) + ": must be less than a page (" +
+                                  std::to_string(kPage) + " bytes)");
+  }
+  std::vector<DType> dtypes;
+  for (const Point& p : points) dtypes.push_back(p.dtype);
+  if (training) {
+    for (const TrainingPoint& p : training_points()) dtypes.push_back(p.dtype);
+  }
+  for (const DType dtype : dtypes) {
+    if (offset % size_of(dtype) != 0) {
+      throw UsageError("bench", "--offset " + std::to_string(offset) + ": not a multiple of the " +
+                                    std::to_string(size_of(dtype)) + "-byte elements of " +
+                                    std::string(to_string(dtype)) + ", which this run measures");
+    }
+  }
+}
+
 void list_training_points() {
   const auto w = std::find_if(workloads().begin(), workloads().end(),
                               [](const WorkloadInfo& info) { return info.name == "training"; });
@@ -182,6 +206,7 @@ int run_bench(std::span<const std::string> args) {
   info.bytes_per_point = parse_size("bytes", arguments.value("bytes").value_or(std::string(kDefaultBytes)));
   if (info.bytes_per_point < 1024) throw UsageError("bench", "--bytes must be at least 1K");
   info.memory_budget = parse_size("memory", arguments.value("memory").value_or(std::string(kDefaultMemory)));
+  if (auto text = arguments.value("offset")) info.offset = parse_size("offset", *text);
   info.repeats = kDefaultRepeats;
   if (auto text = arguments.value("repeats")) info.repeats = parse_int("bench", "repeats", *text);
   if (info.repeats < 1) throw UsageError("bench", "--repeats must be at least 1");
@@ -207,6 +232,7 @@ int run_bench(std::span<const std::string> args) {
 
   const std::vector<Point> points = make_points(info.workloads, info.bytes_per_point);
   const bool training = std::find(info.workloads.begin(), info.workloads.end(), "training") != info.workloads.end();
+  check_offset(info.offset, points, training);
   if (arguments.has("list")) {
     list_points(points, impls);
     if (training) list_training_points();
@@ -222,7 +248,7 @@ int run_bench(std::span<const std::string> args) {
   }
 
   Progress progress(points.size() * info.threads.size() * impls.size());
-  Workspace workspace(info.memory_budget, info.cache_bytes);
+  Workspace workspace(info.memory_budget, info.cache_bytes, info.offset);
   std::vector<Result> results;
   for (std::size_t index = 0; index < points.size(); ++index) {
     const Point& point = points[index];
@@ -269,6 +295,7 @@ int run_bench(std::span<const std::string> args) {
     settings.memory_budget = info.memory_budget;
     settings.cache_bytes = info.cache_bytes;
     settings.seed = info.seed;
+    settings.offset = info.offset;
     training_failures = run_training(settings, std::cout);
   }
 

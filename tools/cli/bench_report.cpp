@@ -234,6 +234,8 @@ void print_header(std::ostream& out, const RunInfo& info) {
       << "           a run of a cache-resident point repeats its call back to back for at least "
       << printf_text("%.0f", kMinCachedRunSeconds * 1e3) << " ms, and counts the mean call\n"
       << "data       " << data_text(info) << '\n'
+      << "           every tensor starts " << info.offset << " bytes past a page (--offset)"
+      << (info.offset == 0 ? "" : "; NumPy and malloc put large blocks 16 past one") << '\n'
       << "check      outputs NaN-filled before every run, then checked: finite, >= 0, and within the dtype's\n"
       << "           tolerance of a long double reference on sampled rows; a failure is marked '!'\n\n";
 }
@@ -351,7 +353,8 @@ void write_json(const std::filesystem::path& path, const RunInfo& info, const st
       << "}},\n"
       << "  \"settings\": {\"workloads\": " << json_strings(info.workloads) << ", \"threads\": [" << join(threads, ", ")
       << "], \"impls\": " << json_strings(info.impls) << ", \"bytes_per_point\": " << info.bytes_per_point
-      << ", \"memory_bytes\": " << info.memory_budget << ", \"cache_bytes\": " << info.cache_bytes
+      << ", \"memory_bytes\": " << info.memory_budget << ", \"offset_bytes\": " << info.offset
+      << ", \"cache_bytes\": " << info.cache_bytes
       << ", \"repeats\": " << info.repeats << ", \"warmup\": 1, \"seed\": " << info.seed
       << ", \"input\": \"normal(0, 3)\", \"gbps\": \"(input + output bytes) / median_s / 1e9\"},\n"
       << "  \"results\": [";

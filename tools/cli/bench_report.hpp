@@ -22,6 +22,7 @@ struct RunInfo {
   std::vector<std::string> impls;  // in table order
   std::size_t bytes_per_point = 0;
   std::size_t memory_budget = 0;
+  std::size_t offset = 0;       // bytes past a page where every tensor starts
   std::size_t cache_bytes = 0;  // the last-level cache the rotation has to exceed
   int repeats = 0;
   std::uint64_t seed = 0;

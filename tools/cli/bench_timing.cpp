@@ -75,14 +75,14 @@ std::int64_t first_bad(const std::byte* y, DType dtype, std::int64_t n) {
 
 // ---- Workspace -------------------------------------------------------------------
 
-Workspace::Workspace(std::size_t memory_budget, std::size_t cache_bytes)
-    : memory_budget_(memory_budget), cache_bytes_(cache_bytes) {}
+Workspace::Workspace(std::size_t memory_budget, std::size_t cache_bytes, std::size_t offset)
+    : memory_budget_(memory_budget), cache_bytes_(cache_bytes), offset_(offset) {}
 
 Workspace::~Workspace() { std::free(base_); }
 
 void Workspace::load(const Point& point, std::uint64_t seed) {
   point_ = point;
-  tensor_stride_ = round_up(point.tensor_bytes(), kPage);
+  tensor_stride_ = round_up(offset_ + point.tensor_bytes(), kPage);
   set_stride_ = 2 * tensor_stride_;
   // Twice the cache, because caches do not evict in exact LRU order.
   const std::size_t wanted = (2 * cache_bytes_ + set_stride_ - 1) / set_stride_;
@@ -100,25 +100,26 @@ void Workspace::load(const Point& point, std::uint64_t seed) {
   std::mt19937_64 random(seed);
   std::normal_distribution<float> normal(0.0f, 3.0f);
   const std::int64_t n = point.numel();
+  std::byte* first = base_ + offset_;
   for (std::int64_t i = 0; i < n; ++i) {
     float v = normal(random);
     if (v == 0.0f) v = 0x1p-10f;  // inputs are never zero: a kernel that reads nothing cannot pass
     switch (point.dtype) {
-      case DType::f32: reinterpret_cast<float*>(base_)[i] = v; break;
-      case DType::f64: reinterpret_cast<double*>(base_)[i] = v; break;
-      case DType::f16: reinterpret_cast<half*>(base_)[i] = to_half(v); break;
-      case DType::bf16: reinterpret_cast<bfloat16*>(base_)[i] = to_bfloat16(v); break;
+      case DType::f32: reinterpret_cast<float*>(first)[i] = v; break;
+      case DType::f64: reinterpret_cast<double*>(first)[i] = v; break;
+      case DType::f16: reinterpret_cast<half*>(first)[i] = to_half(v); break;
+      case DType::bf16: reinterpret_cast<bfloat16*>(first)[i] = to_bfloat16(v); break;
     }
   }
   for (std::size_t s = 0; s < sets_; ++s) {
-    std::byte* set = base_ + s * set_stride_;
-    if (s > 0) std::memcpy(set, base_, point.tensor_bytes());
+    std::byte* set = first + s * set_stride_;
+    if (s > 0) std::memcpy(set, first, point.tensor_bytes());
     poison(set + tensor_stride_);
   }
 }
 
 Workspace::Set Workspace::next() {
-  std::byte* set = base_ + cursor_ * set_stride_;
+  std::byte* set = base_ + offset_ + cursor_ * set_stride_;
   cursor_ = (cursor_ + 1) % sets_;
   return {set, set + tensor_stride_};
 }

@@ -19,9 +19,11 @@ namespace smax::cli::bench {
 // sets in turn, so a set comes back only after more than the cache's worth of
 // other data has been touched: a point whose sets exceed the cache is measured from
 // DRAM, as a model's activations would be, not from a cache warmed by the last run.
+// Every tensor starts `offset` bytes past a page (NumPy and malloc put large blocks
+// 16 bytes past one; 0 measures page-aligned tensors).
 class Workspace {
  public:
-  Workspace(std::size_t memory_budget, std::size_t cache_bytes);
+  Workspace(std::size_t memory_budget, std::size_t cache_bytes, std::size_t offset);
   Workspace(const Workspace&) = delete;
   Workspace& operator=(const Workspace&) = delete;
   ~Workspace();
@@ -35,7 +37,7 @@ class Workspace {
     std::byte* y;
   };
   Set next();  // the next set in the rotation
-  const std::byte* input() const { return base_; }  // set 0's input
+  const std::byte* input() const { return base_ + offset_; }  // set 0's input
 
   // Fills y with quiet NaNs of the point's dtype: a kernel that skips an element
   // leaves a NaN the check will find.
@@ -49,10 +51,11 @@ class Workspace {
  private:
   std::size_t memory_budget_;
   std::size_t cache_bytes_;
+  std::size_t offset_;
   Point point_;
   std::byte* base_ = nullptr;  // the arena, reused (and grown) from point to point
   std::size_t capacity_ = 0;
-  std::size_t tensor_stride_ = 0;  // bytes from a set's x to its y
+  std::size_t tensor_stride_ = 0;  // bytes from a set's x to its y (a whole number of pages)
   std::size_t set_stride_ = 0;
   std::size_t sets_ = 0;
   std::size_t cursor_ = 0;

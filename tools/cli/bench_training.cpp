@@ -49,7 +49,7 @@ double load(const std::byte* data, DType dtype, std::int64_t i) {
 class TrainingBuffers {
  public:
   TrainingBuffers(const TrainingPoint& point, const TrainingSettings& settings)
-      : point_(point), tensor_stride_(round_up(point.tensor_bytes(), kPage)) {
+      : point_(point), offset_(settings.offset), tensor_stride_(round_up(offset_ + point.tensor_bytes(), kPage)) {
     const std::size_t set_bytes = 3 * tensor_stride_;
     const std::size_t wanted = (2 * settings.cache_bytes + set_bytes - 1) / set_bytes;
     sets_ = std::max<std::size_t>(1, std::min(wanted, settings.memory_budget / set_bytes));
@@ -67,7 +67,7 @@ class TrainingBuffers {
     std::byte* out;
   };
   Set next() {
-    std::byte* set = base_ + cursor_ * 3 * tensor_stride_;
+    std::byte* set = base_ + offset_ + cursor_ * 3 * tensor_stride_;
     cursor_ = (cursor_ + 1) % sets_;
     return {set, set + tensor_stride_, set + 2 * tensor_stride_};
   }
@@ -112,11 +112,12 @@ class TrainingBuffers {
       for (std::int64_t i = 0; i < numel(); ++i) store(first.b, point_.dtype, i, gradient(random));
     }
     for (std::size_t s = 1; s < sets_; ++s) {
-      std::memcpy(base_ + s * 3 * tensor_stride_, first.a, 2 * tensor_stride_);
+      std::memcpy(first.a + s * 3 * tensor_stride_, first.a, 2 * tensor_stride_);
     }
   }
 
   TrainingPoint point_;
+  std::size_t offset_;
   std::size_t tensor_stride_;
   std::size_t sets_ = 1;
   std::size_t cursor_ = 0;

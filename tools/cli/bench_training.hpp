@@ -20,6 +20,7 @@ struct TrainingSettings {
   std::size_t memory_budget = 0;
   std::size_t cache_bytes = 0;  // the last-level cache the rotation has to exceed
   std::uint64_t seed = 1;
+  std::size_t offset = 0;  // bytes past a page where every tensor starts (see Workspace)
 };
 
 // One op on one tensor shape (rows x classes, last axis).

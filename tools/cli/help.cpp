@@ -185,6 +185,8 @@ Options:
   --memory SIZE      the most memory a point's rotated buffer copies may take
                      (default 1G); 0 keeps one set, so that points smaller
                      than the cache run from cache
+  --offset BYTES     start every tensor this many bytes past a page, e.g. 16,
+                     where NumPy and malloc put large blocks (default 0)
   --impl LIST        implementations to run: copy, copy-nt, smax (every variant),
                      smax:auto, smax:online, ..., onednn, xnnpack (default all)
   --seed N           seed of the random inputs (default 1)
