@@ -185,14 +185,16 @@ void simd_row(Kind kind, const T* y, const T* dy, T* dx, std::int64_t n, double 
   }
 }
 
-// Whether a row's write pass should pull the next row's inputs into L2: its reduction
-// pass then reads cache instead of memory, while this write pass keeps the memory
-// busy. Only where both rows' inputs and this row's output fit in L2 together;
-// otherwise the prefetches would evict this row's inputs before they are read.
+// How many bytes of the next row's inputs (of each) a row's write pass should pull
+// into L2: its reduction pass then reads cache instead of memory, while this write
+// pass keeps the memory busy. The whole row where both rows' inputs and this row's
+// output fit in L2 together; otherwise the head that fits beside this row's three
+// (more would evict this row's inputs before they are read); 0 where none fits.
 template <class T>
-bool prefetch_next_rows(std::int64_t length) {
+std::size_t next_row_prefetch_bytes(std::int64_t length) {
   const auto row_bytes = static_cast<std::int64_t>(sizeof(T)) * length;
-  return 5 * row_bytes <= machine().l2_bytes;
+  const std::int64_t room = (machine().l2_bytes - 3 * row_bytes) / 2;
+  return room <= 0 ? 0 : static_cast<std::size_t>(std::min(room, row_bytes));
 }
 
 template <class T>
@@ -202,17 +204,17 @@ void run_typed(const Request& r) {
   auto* dx = reinterpret_cast<T*>(r.dx);
   const auto inv_t = static_cast<Compute<T>>(r.inv_t);
   const bool contiguous = r.y_stride == 1 && r.dy_stride == 1 && r.dx_stride == 1;
-  const bool prefetch = kSimdRows<T> && contiguous && prefetch_next_rows<T>(r.length);
+  const std::size_t prefetch_bytes = kSimdRows<T> && contiguous ? next_row_prefetch_bytes<T>(r.length) : 0;
   training::for_rows(r.fold.rows, r.threads, [&](std::int64_t begin, std::int64_t end) {
     RowCursor at(r.fold, begin);
     for (std::int64_t row = begin; row < end; ++row, at.next()) {
       if constexpr (kSimdRows<T>) {
         if (contiguous) {
           training::simd::NextRow next;
-          if (prefetch && row + 1 < end) {
+          if (prefetch_bytes > 0 && row + 1 < end) {
             RowCursor after = at;
             after.next();
-            next = {y + after.offset(0), dy + after.offset(1), sizeof(T) * static_cast<std::size_t>(r.length)};
+            next = {y + after.offset(0), dy + after.offset(1), prefetch_bytes};
           }
           simd_row(r.kind, y + at.offset(0), dy + at.offset(1), dx + at.offset(2), r.length, r.inv_t, next, r.stream);
           continue;
