@@ -160,7 +160,6 @@ void list_points(const std::vector<Point>& points, const std::vector<Implementat
 // Tensors start --offset bytes past a page: less than a page, and on an element
 // boundary of every dtype the run measures (the kernels take element-aligned data).
 void check_offset(std::size_t offset, const std::vector<Point>& points, bool training) {
-  constexpr std::size_t kPage = 4096;
   if (offset >= kPage) {
     throw UsageError("bench", "--offset " + std::to_string(offset) + ": must be less than a page (" +
                                   std::to_string(kPage) + " bytes)");

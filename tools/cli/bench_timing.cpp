@@ -18,10 +18,6 @@
 namespace smax::cli::bench {
 namespace {
 
-constexpr std::size_t kPage = 4096;
-
-std::size_t round_up(std::size_t bytes, std::size_t step) { return (bytes + step - 1) / step * step; }
-
 long double load(const std::byte* data, DType dtype, std::int64_t i) {
   switch (dtype) {
     case DType::f32: return reinterpret_cast<const float*>(data)[i];
@@ -75,6 +71,15 @@ std::int64_t first_bad(const std::byte* y, DType dtype, std::int64_t n) {
 
 // ---- Workspace -------------------------------------------------------------------
 
+std::size_t tensor_stride(std::size_t tensor_bytes, std::size_t offset) {
+  return (offset + tensor_bytes + kPage - 1) / kPage * kPage;
+}
+
+std::size_t rotation_sets(std::size_t set_bytes, std::size_t cache_bytes, std::size_t memory_budget) {
+  const std::size_t wanted = (2 * cache_bytes + set_bytes - 1) / set_bytes;
+  return std::max<std::size_t>(1, std::min(wanted, memory_budget / set_bytes));
+}
+
 Workspace::Workspace(std::size_t memory_budget, std::size_t cache_bytes, std::size_t offset)
     : memory_budget_(memory_budget), cache_bytes_(cache_bytes), offset_(offset) {}
 
@@ -82,11 +87,9 @@ Workspace::~Workspace() { std::free(base_); }
 
 void Workspace::load(const Point& point, std::uint64_t seed) {
   point_ = point;
-  tensor_stride_ = round_up(offset_ + point.tensor_bytes(), kPage);
+  tensor_stride_ = tensor_stride(point.tensor_bytes(), offset_);
   set_stride_ = 2 * tensor_stride_;
-  // Twice the cache, because caches do not evict in exact LRU order.
-  const std::size_t wanted = (2 * cache_bytes_ + set_stride_ - 1) / set_stride_;
-  sets_ = std::max<std::size_t>(1, std::min(wanted, memory_budget_ / set_stride_));
+  sets_ = rotation_sets(set_stride_, cache_bytes_, memory_budget_);
   cursor_ = 0;
   if (footprint() > capacity_) {
     std::free(base_);
@@ -100,7 +103,7 @@ void Workspace::load(const Point& point, std::uint64_t seed) {
   std::mt19937_64 random(seed);
   std::normal_distribution<float> normal(0.0f, 3.0f);
   const std::int64_t n = point.numel();
-  std::byte* first = base_ + offset_;
+  std::byte* first = set_at(0);
   for (std::int64_t i = 0; i < n; ++i) {
     float v = normal(random);
     if (v == 0.0f) v = 0x1p-10f;  // inputs are never zero: a kernel that reads nothing cannot pass
@@ -112,14 +115,14 @@ void Workspace::load(const Point& point, std::uint64_t seed) {
     }
   }
   for (std::size_t s = 0; s < sets_; ++s) {
-    std::byte* set = first + s * set_stride_;
+    std::byte* set = set_at(s);
     if (s > 0) std::memcpy(set, first, point.tensor_bytes());
     poison(set + tensor_stride_);
   }
 }
 
 Workspace::Set Workspace::next() {
-  std::byte* set = base_ + offset_ + cursor_ * set_stride_;
+  std::byte* set = set_at(cursor_);
   cursor_ = (cursor_ + 1) % sets_;
   return {set, set + tensor_stride_};
 }

@@ -14,6 +14,17 @@
 
 namespace smax::cli::bench {
 
+// The layout of a point's rotated buffers, shared by softmax's Workspace and the
+// training bench: arenas start at a page, every tensor `offset` bytes past one.
+inline constexpr std::size_t kPage = 4096;
+
+// Bytes from one tensor of a set to the next: whole pages holding offset + bytes.
+std::size_t tensor_stride(std::size_t tensor_bytes, std::size_t offset);
+
+// How many sets of `set_bytes` to rotate through: enough to move twice the cache
+// (caches do not evict in exact LRU order), within the memory budget, at least one.
+std::size_t rotation_sets(std::size_t set_bytes, std::size_t cache_bytes, std::size_t memory_budget);
+
 // The input and output tensors of one point, repeated in as many identical sets as
 // it takes to exceed the last-level cache (within a memory budget). Runs take the
 // sets in turn, so a set comes back only after more than the cache's worth of
@@ -37,7 +48,7 @@ class Workspace {
     std::byte* y;
   };
   Set next();  // the next set in the rotation
-  const std::byte* input() const { return base_ + offset_; }  // set 0's input
+  const std::byte* input() const { return set_at(0); }  // set 0's input
 
   // Fills y with quiet NaNs of the point's dtype: a kernel that skips an element
   // leaves a NaN the check will find.
@@ -59,6 +70,8 @@ class Workspace {
   std::size_t set_stride_ = 0;
   std::size_t sets_ = 0;
   std::size_t cursor_ = 0;
+
+  std::byte* set_at(std::size_t s) const { return base_ + offset_ + s * set_stride_; }  // its x
 };
 
 // The check of a run's output: every element finite and >= 0, and the largest

@@ -12,6 +12,7 @@
 #include <random>
 
 #include "bench_impls.hpp"
+#include "bench_timing.hpp"
 #include "smax/ops.hpp"
 #include "smax/options.hpp"
 #include "smax/tensor.hpp"
@@ -19,10 +20,6 @@
 
 namespace smax::cli::bench {
 namespace {
-
-constexpr std::size_t kPage = 4096;
-
-std::size_t round_up(std::size_t bytes, std::size_t step) { return (bytes + step - 1) / step * step; }
 
 void store(std::byte* data, DType dtype, std::int64_t i, float v) {
   switch (dtype) {
@@ -49,10 +46,9 @@ double load(const std::byte* data, DType dtype, std::int64_t i) {
 class TrainingBuffers {
  public:
   TrainingBuffers(const TrainingPoint& point, const TrainingSettings& settings)
-      : point_(point), offset_(settings.offset), tensor_stride_(round_up(offset_ + point.tensor_bytes(), kPage)) {
+      : point_(point), offset_(settings.offset), tensor_stride_(tensor_stride(point.tensor_bytes(), offset_)) {
     const std::size_t set_bytes = 3 * tensor_stride_;
-    const std::size_t wanted = (2 * settings.cache_bytes + set_bytes - 1) / set_bytes;
-    sets_ = std::max<std::size_t>(1, std::min(wanted, settings.memory_budget / set_bytes));
+    sets_ = rotation_sets(set_bytes, settings.cache_bytes, settings.memory_budget);
     base_ = static_cast<std::byte*>(std::aligned_alloc(kPage, sets_ * set_bytes));
     if (base_ == nullptr) throw std::bad_alloc();
     fill(settings.seed);
