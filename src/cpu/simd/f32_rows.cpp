@@ -191,10 +191,14 @@ HWY_INLINE void WalkForMax(std::size_t n, Step&& step) {
       [&](std::size_t i, std::size_t count) { step(i, count); });
 }
 
+// A max does not depend on the order of its terms, so the walk starts at x's first
+// address aligned to the vector: no load crosses a cache line.
 template <class T>
 float RMax(const T* x, std::size_t n) {
   MaxLanes<T, 4> max;
-  WalkForMax(n, [&](std::size_t i, std::size_t count) { max.Add(x + i, count); });
+  const std::size_t head = AlignmentHead(DF(), x, n);
+  if (head > 0) max.Add(x, head);
+  WalkForMax(n - head, [&](std::size_t i, std::size_t count) { max.Add(x + head + i, count); });
   return max.Result(x, n);
 }
 
@@ -232,13 +236,26 @@ HWY_INLINE ExpSum RExp(const Exp& exp_of, const T* x, float* e, std::size_t n, b
   auto store = [&](VF v, std::size_t i) {
     if constexpr (kStore) hn::StoreU(v, d, e + i);
   };
+  [[maybe_unused]] const auto shifted = [&] {
+    if constexpr (std::is_same_v<T, float>) {
+      return ShiftedLoads(d, x, n);
+    } else {
+      return 0;  // 16-bit rows' loads are half as wide: fewer of them cross a line
+    }
+  }();
   Walk<4>(
       d, n, backward,
       [&](std::size_t i) {
         FetchAhead(ahead, i, 4 * N);
         side(i, 4 * N);
         VF v[4];
-        if constexpr (kStore) {
+        if constexpr (std::is_same_v<T, float>) {
+          if (shifted.covers4(d, i)) {
+            shifted.Load4(d, i, v);
+          } else {
+            for (std::size_t k = 0; k < 4; ++k) v[k] = LoadF32(d, x + i + k * N);
+          }
+        } else if constexpr (kStore) {
           for (std::size_t k = 0; k < 4; ++k) v[k] = LoadF32(d, x + i + k * N);
         } else {
           LoadF32x4AnyOrder(d, x + i, v);  // only the sum comes out
@@ -643,42 +660,51 @@ std::size_t RowsFusedPasses(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t 
 }
 
 // Rows whose outputs stream, each row's scaling pass run inside the next row's exp
-// pass: every step of that pass also scales and streams the same stretch of the
+// pass: every step of that pass also scales and streams whole vectors of the
 // previous row (whose exps wait in the other half of `buffer`, 2n floats), so that
-// the stores to memory overlap the arithmetic instead of following it. The outputs
-// (every row of y) must be aligned to the vector, since the steps follow x.
+// the stores to memory overlap the arithmetic instead of following it. Every row of
+// y lies equally far past the vector's alignment (RowsEquallyAligned): a row's whole
+// vectors start at its first aligned element, `head`, and the k-th of them goes out
+// with the k-th vector of the next row's pass; the pieces before and after them go
+// through the cache as soon as the row's sum is known.
 template <class T>
 std::size_t RowsFusedPipelined(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows,
                                std::size_t n, const InverseTemperature& inv, float* buffer) {
   const DF d;
   const std::size_t N = hn::Lanes(d);
+  const std::size_t head = AlignmentHead(d, y, n);
+  const std::size_t whole = (n - head) / N;
+  const std::size_t body_end = head + whole * N;
   struct Pending {
     const float* e = nullptr;
     T* y = nullptr;
     float scale = 0;
   };
   Pending pending;
-  // Scales and streams [i, i + count) of the pending row (a softmax's: never NaN).
+  // Scales and streams the pending row's whole vectors that go with the step [i, i +
+  // count) of a pass (i a multiple of N): those from head + i to head + i + count,
+  // rounded up to a vector, and not past body_end. (A softmax's: never NaN.)
   auto drain = [&](std::size_t i, std::size_t count) {
     if (pending.e == nullptr) return;
     const VF scale = hn::Set(d, pending.scale);
-    if (count < N) {
-      StoreTailF32(d, hn::Mul(LoadTail(d, pending.e + i, count, hn::Zero(d)), scale), pending.y + i, count);
-      return;
+    const std::size_t end = std::min(body_end, head + (i + count + N - 1) / N * N);
+    std::size_t j = head + i;
+    for (; j + 2 * N <= end; j += 2 * N) {
+      StoreF32x2NotNaN</*kStream=*/true>(d, hn::Mul(hn::LoadU(d, pending.e + j), scale),
+                                         hn::Mul(hn::LoadU(d, pending.e + j + N), scale), pending.y + j);
     }
-    std::size_t k = 0;
-    for (; k + 2 * N <= count; k += 2 * N) {
-      StoreF32x2NotNaN</*kStream=*/true>(d, hn::Mul(hn::LoadU(d, pending.e + i + k), scale),
-                                         hn::Mul(hn::LoadU(d, pending.e + i + k + N), scale), pending.y + i + k);
+    if (j < end) StreamF32</*kNotNaN=*/true>(d, hn::Mul(hn::LoadU(d, pending.e + j), scale), pending.y + j);
+  };
+  auto pieces = [&](const float* e, T* yr, float scale) {
+    const VF vscale = hn::Set(d, scale);
+    if (head > 0) StoreTailF32(d, hn::Mul(LoadTail(d, e, head, hn::Zero(d)), vscale), yr, head);
+    if (body_end < n) {
+      StoreTailF32(d, hn::Mul(LoadTail(d, e + body_end, n - body_end, hn::Zero(d)), vscale), yr + body_end,
+                   n - body_end);
     }
-    if (k < count) StreamF32</*kNotNaN=*/true>(d, hn::Mul(hn::LoadU(d, pending.e + i + k), scale), pending.y + i + k);
   };
   auto finish = [&]() {
-    if (pending.e != nullptr) {
-      Walk<1>(
-          d, n, false, [&](std::size_t i) { drain(i, N); }, [&](std::size_t i) { drain(i, N); },
-          [&](std::size_t i, std::size_t count) { drain(i, count); });
-    }
+    drain(0, n);
     hwy::FlushStream();
   };
   const bool prefetch = n * sizeof(T) <= kPrefetchRowBytes;
@@ -693,9 +719,19 @@ std::size_t RowsFusedPipelined(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff
     const Ahead<T> next{prefetch && r + 1 < rows ? xr + xs : nullptr, nullptr};
     const ExpSum sum = RStoreSoftmaxExps(xr, e, n, m, inv, next, drain);
     pending = {e, y + static_cast<std::ptrdiff_t>(r) * ys, static_cast<float>(1.0 / sum.below_max)};
+    pieces(pending.e, pending.y, pending.scale);
   }
   finish();
   return rows;
+}
+
+// Whether rows at y, y_row_stride apart, all lie equally far past the alignment of the
+// stored vector, each aligned to its element (RowsFusedPipelined).
+template <class T>
+HWY_INLINE bool RowsEquallyAligned(const T* y, std::ptrdiff_t y_row_stride) {
+  const std::size_t vector_bytes = hn::Lanes(DF()) * sizeof(T);
+  return reinterpret_cast<std::uintptr_t>(y) % sizeof(T) == 0 &&
+         static_cast<std::size_t>(y_row_stride) * sizeof(T) % vector_bytes == 0;
 }
 
 template <class T>
@@ -709,7 +745,8 @@ std::size_t SoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, 
   if (n <= kMaxRegisterVectors * N) {
     return RowsInRegistersT<T, kMaxRegisterVectors>(x, xs, y, ys, rows, n, inv, stores);
   }
-  if (stores == Stores::streaming && RowsAligned(y, ys) && 2 * n <= kFusedMaxLength) {
+  if (stores == Stores::streaming && 2 * n <= kFusedMaxLength &&
+      (std::is_same_v<T, float> ? RowsEquallyAligned(y, ys) : RowsAligned(y, ys))) {
     return RowsFusedPipelined(x, xs, y, ys, rows, n, inv, buffer);
   }
   return RowsFusedPasses(x, xs, y, ys, rows, n, inv, buffer, stores);
