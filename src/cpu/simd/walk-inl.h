@@ -120,7 +120,8 @@ class ShiftedLoads {
     if (misalignment == 0 || misalignment % sizeof(float) != 0) return;
     shift_ = misalignment / sizeof(float);
     base_ = x - shift_;
-    join_ = hn::BitCast(hn::RebindToUnsigned<D>(), hn::Iota(hn::RebindToSigned<D>(), static_cast<std::int32_t>(shift_)));
+    const hn::RebindToSigned<D> di;
+    join_ = hn::BitCast(hn::RebindToUnsigned<D>(), hn::Iota(di, static_cast<std::int32_t>(shift_)));
 #else
     (void)d;
     (void)x;
