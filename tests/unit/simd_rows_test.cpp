@@ -128,34 +128,43 @@ TEST_P(SimdRows, MisalignedPointersWork) {
   }
 }
 
+// For the address tests below: rows of every kind (in registers, fused, split rows) of
+// 4 x n random elements, a buffer that holds them at any offset below 64 bytes from a
+// 64-byte boundary, `base`, and every target: f(x, bytes, base) per length and target.
+template <class F>
+void for_each_length_buffer_and_target(DType dtype, Rng& gen, F&& f) {
+  for (std::int64_t n : {17, 100, 256, 300, 1000, 4097, 70001}) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    TestTensor x(dtype, {4, n});
+    fill_normal(x, gen, Distribution{-2.0, 3.0});
+    const std::size_t bytes = static_cast<std::size_t>(4 * n) * size_of(dtype);
+    std::vector<std::uint64_t> buffer((bytes + 128) / sizeof(std::uint64_t) + 1);
+    auto* base = reinterpret_cast<unsigned char*>(buffer.data());
+    while (reinterpret_cast<std::uintptr_t>(base) % 64 != 0) base += sizeof(std::uint64_t);
+    for (std::int64_t target : simd_targets()) {
+      SCOPED_TRACE(hwy::TargetName(target));
+      with_target(target, [&] { f(x, bytes, base); });
+    }
+  }
+}
+
 // The output's address changes no bit: the scaling pass starts its whole vectors
 // where the output is aligned to them, but the exp pass (whose sums depend on how
 // lanes group the elements) walks from the row's start whatever the output's address.
-// Rows in registers, fused rows and split rows, every output offset within a vector.
+// Every output offset within a vector.
 TEST_P(SimdRows, OutputAddressChangesNoBit) {
-  const std::size_t element = size_of(GetParam());
-  for (std::int64_t n : {17, 100, 256, 300, 1000, 4097, 70001}) {
-    SCOPED_TRACE("n=" + std::to_string(n));
-    TestTensor x(GetParam(), {4, n});
-    fill_normal(x, rng(), Distribution{-2.0, 3.0});
-    const std::size_t bytes = static_cast<std::size_t>(4 * n) * element;
-    std::vector<std::uint64_t> buffer((bytes + 128) / sizeof(std::uint64_t) + 1);
-    auto* base = reinterpret_cast<unsigned char*>(buffer.data());
-    for (std::int64_t target : simd_targets()) {
-      SCOPED_TRACE(hwy::TargetName(target));
-      with_target(target, [&] {
-        std::vector<unsigned char> first;
-        for (std::size_t offset = 0; offset < 64; offset += element) {
-          softmax(x.view(), MutableTensorView(base + offset, GetParam(), {4, n}), Options{});
-          if (offset == 0) {
-            first.assign(base, base + bytes);
-          } else {
-            ASSERT_EQ(std::memcmp(base + offset, first.data(), bytes), 0) << "output offset " << offset << " bytes";
-          }
-        }
-      });
+  const DType dtype = GetParam();
+  for_each_length_buffer_and_target(dtype, rng(), [&](const TestTensor& x, std::size_t bytes, unsigned char* base) {
+    std::vector<unsigned char> first;
+    for (std::size_t offset = 0; offset < 64; offset += size_of(dtype)) {
+      softmax(x.view(), MutableTensorView(base + offset, dtype, x.shape()), Options{});
+      if (offset == 0) {
+        first.assign(base, base + bytes);
+      } else {
+        ASSERT_EQ(std::memcmp(base + offset, first.data(), bytes), 0) << "output offset " << offset << " bytes";
+      }
     }
-  }
+  });
 }
 
 // Nor does the input's: where it is not aligned to the vector, the exp pass may read
@@ -163,35 +172,23 @@ TEST_P(SimdRows, OutputAddressChangesNoBit) {
 // every element in the lane an unaligned load would. Softmax and log_softmax, every
 // input offset within a vector.
 TEST_P(SimdRows, InputAddressChangesNoBit) {
-  const std::size_t element = size_of(GetParam());
-  for (std::int64_t n : {17, 100, 256, 300, 1000, 4097, 70001}) {
-    SCOPED_TRACE("n=" + std::to_string(n));
-    TestTensor x(GetParam(), {4, n});
-    fill_normal(x, rng(), Distribution{-2.0, 3.0});
-    const std::size_t bytes = static_cast<std::size_t>(4 * n) * element;
-    std::vector<std::uint64_t> buffer((bytes + 128) / sizeof(std::uint64_t) + 1);
-    auto* base = reinterpret_cast<unsigned char*>(buffer.data());
-    while (reinterpret_cast<std::uintptr_t>(base) % 64 != 0) base += sizeof(std::uint64_t);
-    for (std::int64_t target : simd_targets()) {
-      SCOPED_TRACE(hwy::TargetName(target));
-      with_target(target, [&] {
-        for (Op op : {Op::softmax, Op::log_softmax}) {
-          SCOPED_TRACE(std::string(to_string(op)));
-          TestTensor first(GetParam(), {4, n});
-          for (std::size_t offset = 0; offset < 64; offset += element) {
-            std::memcpy(base + offset, x.data(), bytes);
-            TestTensor y(GetParam(), {4, n});
-            run_op(op, TensorView(base + offset, GetParam(), {4, n}), y.mutable_view(), Options{});
-            if (offset == 0) {
-              first = y;
-            } else {
-              ASSERT_TRUE(bitwise_equal(y, first)) << "input offset " << offset << " bytes";
-            }
-          }
+  const DType dtype = GetParam();
+  for_each_length_buffer_and_target(dtype, rng(), [&](const TestTensor& x, std::size_t bytes, unsigned char* base) {
+    for (Op op : {Op::softmax, Op::log_softmax}) {
+      SCOPED_TRACE(std::string(to_string(op)));
+      TestTensor first(dtype, x.shape());
+      for (std::size_t offset = 0; offset < 64; offset += size_of(dtype)) {
+        std::memcpy(base + offset, x.data(), bytes);
+        TestTensor y(dtype, x.shape());
+        run_op(op, TensorView(base + offset, dtype, x.shape()), y.mutable_view(), Options{});
+        if (offset == 0) {
+          first = y;
+        } else {
+          ASSERT_TRUE(bitwise_equal(y, first)) << "input offset " << offset << " bytes";
         }
-      });
+      }
     }
-  }
+  });
 }
 
 TEST_P(SimdRows, InPlaceWorks) {
