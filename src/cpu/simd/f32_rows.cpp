@@ -236,25 +236,15 @@ HWY_INLINE ExpSum RExp(const Exp& exp_of, const T* x, float* e, std::size_t n, b
   auto store = [&](VF v, std::size_t i) {
     if constexpr (kStore) hn::StoreU(v, d, e + i);
   };
-  [[maybe_unused]] const auto shifted = [&] {
-    if constexpr (std::is_same_v<T, float>) {
-      return ShiftedLoads(d, x, n);
-    } else {
-      return 0;  // 16-bit rows' loads are half as wide: fewer of them cross a line
-    }
-  }();
+  const ShiftedLoads<T> shifted(d, x, n);
   Walk<4>(
       d, n, backward,
       [&](std::size_t i) {
         FetchAhead(ahead, i, 4 * N);
         side(i, 4 * N);
         VF v[4];
-        if constexpr (std::is_same_v<T, float>) {
-          if (shifted.covers4(d, i)) {
-            shifted.Load4(d, i, v);
-          } else {
-            for (std::size_t k = 0; k < 4; ++k) v[k] = LoadF32(d, x + i + k * N);
-          }
+        if (shifted.covers4(d, i)) {
+          shifted.Load4(d, i, v);
         } else if constexpr (kStore) {
           for (std::size_t k = 0; k < 4; ++k) v[k] = LoadF32(d, x + i + k * N);
         } else {
@@ -581,13 +571,20 @@ HWY_INLINE void SoftmaxInRegistersT(const T* x, T* y, std::size_t n, float m, co
 }
 
 
-// Whether rows at y, y_row_stride apart, are all aligned to the stored vector
-// (Lanes(DF) elements of T).
+// Whether rows at y, y_row_stride apart, all lie equally far past the alignment of the
+// stored vector (Lanes(DF) elements of T), each aligned to its element.
+template <class T>
+HWY_INLINE bool RowsEquallyAligned(const T* y, std::ptrdiff_t y_row_stride) {
+  const std::size_t vector_bytes = hn::Lanes(DF()) * sizeof(T);
+  return reinterpret_cast<std::uintptr_t>(y) % sizeof(T) == 0 &&
+         static_cast<std::size_t>(y_row_stride) * sizeof(T) % vector_bytes == 0;
+}
+
+// Whether they are all aligned to the stored vector.
 template <class T>
 HWY_INLINE bool RowsAligned(const T* y, std::ptrdiff_t y_row_stride) {
-  const std::size_t vector_bytes = hn::Lanes(DF()) * sizeof(T);
-  return reinterpret_cast<std::uintptr_t>(y) % vector_bytes == 0 &&
-         static_cast<std::size_t>(y_row_stride) * sizeof(T) % vector_bytes == 0;
+  return RowsEquallyAligned(y, y_row_stride) &&
+         reinterpret_cast<std::uintptr_t>(y) % (hn::Lanes(DF()) * sizeof(T)) == 0;
 }
 
 // Rows one after another in one call: no dispatch or set-up per row, and the
@@ -673,8 +670,7 @@ std::size_t RowsFusedPipelined(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff
   const DF d;
   const std::size_t N = hn::Lanes(d);
   const std::size_t head = AlignmentHead(d, y, n);
-  const std::size_t whole = (n - head) / N;
-  const std::size_t body_end = head + whole * N;
+  const std::size_t body_end = head + (n - head) / N * N;
   struct Pending {
     const float* e = nullptr;
     T* y = nullptr;
@@ -725,15 +721,6 @@ std::size_t RowsFusedPipelined(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff
   return rows;
 }
 
-// Whether rows at y, y_row_stride apart, all lie equally far past the alignment of the
-// stored vector, each aligned to its element (RowsFusedPipelined).
-template <class T>
-HWY_INLINE bool RowsEquallyAligned(const T* y, std::ptrdiff_t y_row_stride) {
-  const std::size_t vector_bytes = hn::Lanes(DF()) * sizeof(T);
-  return reinterpret_cast<std::uintptr_t>(y) % sizeof(T) == 0 &&
-         static_cast<std::size_t>(y_row_stride) * sizeof(T) % vector_bytes == 0;
-}
-
 template <class T>
 std::size_t SoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows, std::size_t n,
                         const InverseTemperature& inv, float* buffer, Stores stores) {
@@ -745,8 +732,10 @@ std::size_t SoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, 
   if (n <= kMaxRegisterVectors * N) {
     return RowsInRegistersT<T, kMaxRegisterVectors>(x, xs, y, ys, rows, n, inv, stores);
   }
-  if (stores == Stores::streaming && 2 * n <= kFusedMaxLength &&
-      (std::is_same_v<T, float> ? RowsEquallyAligned(y, ys) : RowsAligned(y, ys))) {
+  // 16-bit rows pipeline only where aligned: bf16 rows 16 bytes past it ran 8-11%
+  // slower so than by the fused passes (docs/PERFORMANCE.md, seventeenth session).
+  const bool pipelines = std::is_same_v<T, float> ? RowsEquallyAligned(y, ys) : RowsAligned(y, ys);
+  if (stores == Stores::streaming && pipelines && 2 * n <= kFusedMaxLength) {
     return RowsFusedPipelined(x, xs, y, ys, rows, n, inv, buffer);
   }
   return RowsFusedPasses(x, xs, y, ys, rows, n, inv, buffer, stores);

@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include <hwy/highway.h>
 
@@ -106,31 +107,36 @@ HWY_INLINE std::size_t AlignmentHead(D d, const T* y, std::size_t n) {
 // their bits, at any address) but no load crosses a cache line: from memory such
 // loads cost f32 rows 16 bytes past their alignment a fifth of their time (A/B tool,
 // 16384 x 4096, two threads). Active where x is aligned to its element but not to
-// the vector, on AVX-512 targets only: elsewhere the join takes three operations (and
-// Highway 1.0 has no portable one).
+// the vector, for float rows on AVX-512 targets only: elsewhere the join takes three
+// operations (and Highway 1.0 has no portable one), and 16-bit rows' loads are half
+// as wide, so fewer of them cross a line. Inactive, covers4 is false.
+template <class T>
 class ShiftedLoads {
   using D = hn::ScalableTag<float>;
   using V = hn::Vec<D>;
+  static constexpr bool kJoins = HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3 && std::is_same_v<T, float>;
 
  public:
-  ShiftedLoads(D d, const float* x, std::size_t n) : n_(n) {
+  ShiftedLoads(D d, const T* x, std::size_t n) : n_(n) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-    const std::size_t bytes = hn::Lanes(d) * sizeof(float);
-    const std::size_t misalignment = reinterpret_cast<std::uintptr_t>(x) % bytes;
-    if (misalignment == 0 || misalignment % sizeof(float) != 0) return;
-    shift_ = misalignment / sizeof(float);
-    base_ = x - shift_;
-    const hn::RebindToSigned<D> di;
-    join_ = hn::BitCast(hn::RebindToUnsigned<D>(), hn::Iota(di, static_cast<std::int32_t>(shift_)));
-#else
+    if constexpr (kJoins) {
+      const std::size_t bytes = hn::Lanes(d) * sizeof(float);
+      const std::size_t misalignment = reinterpret_cast<std::uintptr_t>(x) % bytes;
+      if (misalignment == 0 || misalignment % sizeof(float) != 0) return;
+      shift_ = misalignment / sizeof(float);
+      base_ = x - shift_;
+      const hn::RebindToSigned<D> di;
+      join_ = hn::BitCast(hn::RebindToUnsigned<D>(), hn::Iota(di, static_cast<std::int32_t>(shift_)));
+    }
+#endif
     (void)d;
     (void)x;
-#endif
   }
 
   // Whether Load4 may take [i, i + 4 Lanes): i is a multiple of Lanes (a backward
   // walk's are not), and the aligned loads stay within the row.
   HWY_INLINE bool covers4(D d, std::size_t i) const {
+    if constexpr (!kJoins) return false;
     const std::size_t N = hn::Lanes(d);
     return base_ != nullptr && i % N == 0 && i >= shift_ && i + 5 * N <= n_ + shift_;
   }
@@ -138,24 +144,25 @@ class ShiftedLoads {
   // The four vectors at x + i.
   HWY_INLINE void Load4(D d, std::size_t i, V (&v)[4]) const {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-    const std::size_t N = hn::Lanes(d);
-    const float* p = base_ + i;
-    V lo = hn::Load(d, p);
-    for (std::size_t k = 0; k < 4; ++k) {
-      const V hi = hn::Load(d, p + (k + 1) * N);
-      v[k] = V{_mm512_permutex2var_ps(lo.raw, join_.raw, hi.raw)};
-      lo = hi;
+    if constexpr (kJoins) {
+      const std::size_t N = hn::Lanes(d);
+      const float* p = base_ + i;
+      V lo = hn::Load(d, p);
+      for (std::size_t k = 0; k < 4; ++k) {
+        const V hi = hn::Load(d, p + (k + 1) * N);
+        v[k] = V{_mm512_permutex2var_ps(lo.raw, join_.raw, hi.raw)};
+        lo = hi;
+      }
     }
-#else
+#endif
     (void)d;
     (void)i;
     (void)v;
-#endif
   }
 
  private:
-  const float* base_ = nullptr;  // x's last aligned address below it; null if inactive
-  std::size_t shift_ = 0;        // lanes from base_ to x
+  const T* base_ = nullptr;  // x's last aligned address below it; null if inactive
+  std::size_t shift_ = 0;    // lanes from base_ to x
   std::size_t n_;
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
   hn::Vec<hn::RebindToUnsigned<D>> join_;  // lane k takes lane shift_ + k of (lo, hi)
