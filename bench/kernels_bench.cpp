@@ -1,6 +1,8 @@
 // Every vectorised row kernel of src/cpu/simd/ on every Highway target this machine
-// supports, one thread, cache-resident rows, beside a memcpy of the same bytes.
-// Names read kernel/storage/target/n, e.g. f32_rstore_exp_minus_max/bf16/AVX3/16384.
+// supports, one thread, cache-resident rows, beside a memcpy of the same bytes; and
+// the column-panel kernels (softmax down a non-last axis), three-pass and online.
+// Names read kernel/storage/target/n, e.g. f32_rstore_exp_minus_max/bf16/AVX3/16384,
+// or kernel/storage/target/LENGTHxWIDTH for panels (f32_columns_online/f32/AVX3/2048x64).
 // bytes_per_second counts what the kernel reads and writes once.
 //   build/release/bench/smax_bench_kernels --benchmark_repetitions=5
 //       --benchmark_report_aggregates_only=true --benchmark_filter=AVX3
@@ -12,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/simd/f32_columns.hpp"
 #include "cpu/simd/f32_rows.hpp"
 #include "smax/dtype.hpp"
 
@@ -112,6 +115,28 @@ void register_kernels(std::int64_t target, std::size_t n) {
   });
 }
 
+// Softmax down the columns of one length x width panel (contiguous rows of `width`),
+// small enough to stay in L2: the panels' arithmetic, without memory's. `online`
+// takes the two-pass form that tall panels take.
+template <class T>
+void register_columns(std::int64_t target, std::size_t length, std::size_t width) {
+  const std::string suffix = std::string("/") + storage_name<T>() + "/" + hwy::TargetName(target) + "/" +
+                             std::to_string(length) + "x" + std::to_string(width);
+  for (const bool online : {false, true}) {
+    const std::string name = online ? "f32_columns_online" : "f32_columns";
+    benchmark::RegisterBenchmark((name + suffix).c_str(), [=](benchmark::State& state) {
+      const auto x = random_row<T>(length * width);
+      std::vector<T> y(length * width);
+      const simd::ColumnPanel<T> panel{x.data(), static_cast<std::ptrdiff_t>(width), y.data(),
+                                       static_cast<std::ptrdiff_t>(width), width, length};
+      simd::ColumnParams params;
+      params.online = online;
+      run_on(state, target, static_cast<std::int64_t>(2 * length * width * sizeof(T)),
+             [&] { simd::columns(panel, params); });
+    });
+  }
+}
+
 void register_all() {
   for (std::size_t n : {std::size_t{1024}, std::size_t{16384}, std::size_t{1} << 18}) {
     benchmark::RegisterBenchmark(("memcpy/f32/" + std::to_string(n)).c_str(), [n](benchmark::State& state) {
@@ -128,6 +153,10 @@ void register_all() {
       register_kernels<half>(target, n);
       register_kernels<bfloat16>(target, n);
     }
+  }
+  for (std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    register_columns<float>(target, 2048, 64);
+    register_columns<bfloat16>(target, 2048, 64);
   }
 }
 

@@ -4,7 +4,7 @@
 // holds still. Prints, per shape, each build's median and least ns an element over
 // the rounds and the median of the rounds' ratios A / B (above 1: B is faster).
 //
-//   ab_compare A.so B.so [op=log|sb|lsb] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] f:ROWSxCOLS b:ROWSxCOLS ...
+//   ab_compare A.so B.so [op=log|sb|lsb] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] [axis=0] f:ROWSxCOLS b:ROWSxCOLS ...
 //
 // f: f32, b: bf16 (normal(0, 3) inputs). op: softmax (the default), log_softmax,
 // softmax_backward (sb) or log_softmax_backward (lsb); the backward ops take y from
@@ -14,7 +14,8 @@
 // a page boundary, or o=BYTES past one (o=16: where glibc's malloc puts large blocks,
 // and so std::vector's and NumPy's), since loads that cross cache lines cost more and
 // some kernels take other paths for outputs that are not aligned to the vector;
-// ox=BYTES sets the inputs' offset apart (x, or y and dy).
+// ox=BYTES sets the inputs' offset apart (x, or y and dy). axis=0: softmax or
+// log_softmax down the columns (the column panels) instead of along the rows.
 // scripts/ab.sh builds the two libraries.
 #include <dlfcn.h>
 
@@ -31,7 +32,7 @@
 
 namespace {
 
-using Entry = void (*)(int, const void*, void*, long, long, int);
+using Entry = void (*)(int, const void*, void*, long, long, int, int);
 using BackwardEntry = void (*)(int, const void*, const void*, void*, long, long, int);
 
 double median(std::vector<double> v) {
@@ -103,11 +104,11 @@ std::vector<Buffer> copies(std::size_t count, const std::vector<unsigned char>& 
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: %s A.so B.so [op=log|sb|lsb] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] f:ROWSxCOLS b:ROWSxCOLS ...\n", argv[0]);
+    std::fprintf(stderr, "usage: %s A.so B.so [op=log|sb|lsb] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] [axis=0] f:ROWSxCOLS b:ROWSxCOLS ...\n", argv[0]);
     return 2;
   }
   std::string entry = "smax_ab_softmax", forward = "smax_ab_softmax";
-  int threads = 1, rounds = 15;
+  int threads = 1, rounds = 15, axis = -1;
   long mebibytes = 0;
   std::size_t offset = 0;
   std::optional<std::size_t> x_offset;
@@ -121,6 +122,8 @@ int main(int argc, char** argv) {
     } else if (s == "op=lsb") {
       entry = "smax_ab_log_softmax_backward";
       forward = "smax_ab_log_softmax";
+    } else if (s == "axis=0") {
+      axis = 0;
     } else if (s.rfind("t=", 0) == 0) {
       threads = std::atoi(s.c_str() + 2);
     } else if (s.rfind("m=", 0) == 0) {
@@ -158,7 +161,7 @@ int main(int argc, char** argv) {
     const std::vector<unsigned char> x = normal_values(n, bf16, 3.0f, 7);
     std::vector<unsigned char> y(x.size()), dy, dx;
     if (backward) {
-      forward_a(bf16, x.data(), y.data(), rows, cols, threads);
+      forward_a(bf16, x.data(), y.data(), rows, cols, threads, -1);
       dy = normal_values(n, bf16, 1.0f, 8);
       dx.resize(x.size());
     }
@@ -183,7 +186,7 @@ int main(int argc, char** argv) {
       const auto op = reinterpret_cast<Entry>(f[k]);
       return block([&] {
         const std::size_t at = next++ % sets;
-        op(bf16, xs[at].data(), ys[at].data(), rows, cols, threads);
+        op(bf16, xs[at].data(), ys[at].data(), rows, cols, threads, axis);
       }, rows * cols);
     };
     std::vector<double> a, b, ratio;

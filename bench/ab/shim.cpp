@@ -5,12 +5,13 @@
 
 namespace {
 
-// op(x, y, options) on a rows x cols tensor of f32, or of bf16 where `bf16`.
+// op(x, y, options) along `axis` of a rows x cols tensor of f32, or of bf16 where `bf16`.
 template <class Op>
-void run(Op op, int bf16, const void* x, void* y, long rows, long cols, int threads) {
+void run(Op op, int bf16, const void* x, void* y, long rows, long cols, int threads, int axis) {
   const smax::DType dtype = bf16 != 0 ? smax::DType::bf16 : smax::DType::f32;
   smax::Options o;
   o.threads = threads;
+  o.axis = axis;
   op(smax::TensorView(x, dtype, {rows, cols}), smax::MutableTensorView(y, dtype, {rows, cols}), o);
 }
 
@@ -18,9 +19,9 @@ void run(Op op, int bf16, const void* x, void* y, long rows, long cols, int thre
 
 #define SMAX_AB_ENTRY(name, op)                                                                              \
   extern "C" __attribute__((visibility("default"))) void name(int bf16, const void* x, void* y, long rows,  \
-                                                              long cols, int threads) {                     \
+                                                              long cols, int threads, int axis) {           \
     run([](const auto& in, const auto& out, const auto& o) { smax::op(in, out, o); }, bf16, x, y, rows, cols, \
-        threads);                                                                                            \
+        threads, axis);                                                                                      \
   }
 
 SMAX_AB_ENTRY(smax_ab_softmax, softmax)
