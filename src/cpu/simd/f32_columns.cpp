@@ -223,20 +223,31 @@ HWY_INLINE V NegFiniteMax(V m) {
 
 // The sums of one column vector in pass 2: with kCountAtMax (the log ops) the
 // elements equal to the max counted, the others' exp terms summed; else (softmax) all
-// terms summed in `others`. Float lanes: in double lanes, each term or pair of terms
-// rounded once (a pair is added in float first: half the widening work, and d stays
-// within half a float ulp).
+// terms summed in `others`. Float lanes: a block's terms are added in float by a tree
+// (of depth three for a whole block) before they widen into double lanes once: a term
+// meets at most three float roundings, so d stays within 1.5 float ulps (the row
+// kernels' SumLanes allow three), and the widening, whose conversions and lane moves
+// cost more than the adds, comes once per block instead of once per pair.
 template <bool kCountAtMax>
 struct FloatSums {
   VF at_max_in_block = hn::Zero(DF());
   Wide others;
   FloatSums(const ColumnState<float>& s, std::size_t j) : others(LoadWide(s.others + j)) {}
-  HWY_INLINE void Add(VF e, VF v, VF m) { others = AddWide(others, Promote(Term(e, v, m))); }
-  HWY_INLINE void Add(VF e0, VF v0, VF e1, VF v1, VF m) {
-    others = AddWide(others, Promote(hn::Add(Term(e0, v0, m), Term(e1, v1, m))));
+  // The kCount terms e[k] of the elements v[k].
+  template <std::size_t kCount>
+  HWY_INLINE void Add(const VF (&e)[kCount], const VF (&v)[kCount], VF m) {
+    VF t[kCount];
+    for (std::size_t k = 0; k < kCount; ++k) t[k] = Term(e[k], v[k], m);
+    for (std::size_t w = kCount; w > 1; w = (w + 1) / 2) {
+      for (std::size_t k = 0; k < w / 2; ++k) t[k] = hn::Add(t[2 * k], t[2 * k + 1]);
+      if (w % 2 != 0) t[w / 2] = t[w - 1];
+    }
+    others = AddWide(others, Promote(t[0]));
   }
   HWY_INLINE void Store(const ColumnState<float>& s, std::size_t j) const {
-    StoreWide(AddWide(LoadWide(s.at_max + j), Promote(at_max_in_block)), s.at_max + j);
+    if constexpr (kCountAtMax) {
+      StoreWide(AddWide(LoadWide(s.at_max + j), Promote(at_max_in_block)), s.at_max + j);
+    }
     StoreWide(others, s.others + j);
   }
 
@@ -262,6 +273,10 @@ struct DoubleSums {
       : at_max(hn::LoadU(D64(), s.at_max + j)),
         others(hn::LoadU(D64(), s.others + j)),
         error(hn::LoadU(D64(), s.others_error + j)) {}
+  template <std::size_t kCount>
+  HWY_INLINE void Add(const V64 (&e)[kCount], const V64 (&v)[kCount], V64 m) {
+    for (std::size_t k = 0; k < kCount; ++k) Add(e[k], v[k], m);
+  }
   HWY_INLINE void Add(V64 e, V64 v, V64 m) {
     const auto is_max = hn::Eq(v, m);
     at_max = hn::Add(at_max, hn::IfThenElseZero(is_max, hn::Set(D64(), 1.0)));
@@ -337,26 +352,13 @@ void SumPass(D d, Strided<const T> x, Strided<L> terms, std::size_t width, std::
       const auto neg_m = NegFiniteMax(m);
       Sums<L, kCountAtMax> sums(s, j);
       auto rows = [&](auto&& exp_of) SMAX_INLINE_LAMBDA {
-        auto term = [&](std::size_t k, hn::Vec<D>& v) SMAX_INLINE_LAMBDA {
-          v = Load<T, kTail>(d, x.row(i + k) + j, count, hn::Zero(d));
-          const auto e = exp_of(v);
-          if constexpr (kStore) Store<L, kTail>(d, e, terms.row(i + k) + j, count);
-          return e;
-        };
-        std::size_t k = 0;
-        if constexpr (std::is_same_v<L, float>) {
-          for (; k + 2 <= kRows; k += 2) {
-            hn::Vec<D> v0, v1;
-            const auto e0 = term(k, v0);
-            const auto e1 = term(k + 1, v1);
-            sums.Add(e0, v0, e1, v1, m);
-          }
+        hn::Vec<D> v[kRows], e[kRows];
+        for (std::size_t k = 0; k < kRows; ++k) {
+          v[k] = Load<T, kTail>(d, x.row(i + k) + j, count, hn::Zero(d));
+          e[k] = exp_of(v[k]);
+          if constexpr (kStore) Store<L, kTail>(d, e[k], terms.row(i + k) + j, count);
         }
-        for (; k < kRows; ++k) {
-          hn::Vec<D> v;
-          const auto e = term(k, v);
-          sums.Add(e, v, m);
-        }
+        sums.Add(e, v, m);
       };
       WithColumnExp<kUnitT, T>(d, t, neg_m, rows);
       sums.Store(s, j);
@@ -438,28 +440,30 @@ void OnlineStatsPass(Strided<const T> x, std::size_t width, std::size_t length, 
         for (std::size_t k = 0; k < kRows; ++k) nan = hn::Or(nan, hn::IsNaN(load(k)));
         hn::StoreU(hn::Or(hn::LoadU(d, s.nan + j), hn::VecFromMask(d, nan)), d, s.nan + j);
       }
+      // The block's terms against the running max m, once it holds the block's.
+      auto add_terms = [&](VF m) SMAX_INLINE_LAMBDA {
+        FloatSums<kCountAtMax> sums(s, j);
+        WithColumnExp<kUnitT, T>(d, t, NegFiniteMax(m), [&](auto&& exp_of) SMAX_INLINE_LAMBDA {
+          VF v[kRows], e[kRows];
+          for (std::size_t k = 0; k < kRows; ++k) {
+            v[k] = load(k);
+            e[k] = exp_of(v[k]);
+          }
+          sums.Add(e, v, m);
+        });
+        sums.Store(s, j);
+      };
       const VF m_old = hn::LoadU(d, s.m + j);
       const VF m = hn::Max(m_old, block_max);
-      if (!hn::AllTrue(d, hn::Eq(m, m_old))) {
+      if (HWY_UNLIKELY(!hn::AllTrue(d, hn::Eq(m, m_old)))) {
         RescaleSums<kCountAtMax>(m_old, m, inv_t, s, j);
         hn::StoreU(m, d, s.m + j);
+        add_terms(m);
+      } else {
+        // Against m_old, which is m here: the exps need not wait for the block's max,
+        // only the branch does.
+        add_terms(m_old);
       }
-      const VF neg_m = NegFiniteMax(m);
-      FloatSums<kCountAtMax> sums(s, j);
-      auto add_terms = [&](auto&& exp_of) SMAX_INLINE_LAMBDA {
-        std::size_t k = 0;
-        for (; k + 2 <= kRows; k += 2) {
-          const VF v0 = load(k);
-          const VF v1 = load(k + 1);
-          sums.Add(exp_of(v0), v0, exp_of(v1), v1, m);
-        }
-        if (k < kRows) {
-          const VF v = load(k);
-          sums.Add(exp_of(v), v, m);
-        }
-      };
-      WithColumnExp<kUnitT, T>(d, t, neg_m, add_terms);
-      sums.Store(s, j);
     });
   };
   ForRowBlocks(length, block);
