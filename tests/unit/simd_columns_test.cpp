@@ -249,6 +249,31 @@ TEST_F(SimdColumns, OnlineRunningMaxRisesFallsAndJumps) {
   }
 }
 
+// Column maxima across the AVX-512 table exp's domain (|m| <= 600; one k = round(32 m
+// log2(e)) per lane): every residue of k mod 32 near 0, maxima at and beyond the
+// domain's edge (a vector holding one beyond it takes the polynomial), random ones;
+// each column spans 90 below its max.
+TEST_F(SimdColumns, MaximaAcrossTheTableDomainMeetTheBar) {
+  std::vector<double> maxima = {600.0, -600.0, 599.99, -599.99, 0.0, 600.5, -600.5, 16384.0, -16384.0};
+  for (int k = -40; k < 40; ++k) maxima.push_back(k * 0.6931471805599453 / 32);
+  std::uniform_real_distribution<double> wide(-600.0, 600.0);
+  while (maxima.size() % 16 != 5) maxima.push_back(wide(rng()));  // a partial vector last
+  std::uniform_real_distribution<double> gap(0.0, 90.0);
+  for (DType dtype : {DType::f32, DType::f16}) {
+    for (std::int64_t length : {3, 81, 1000}) {
+      SCOPED_TRACE(std::string(to_string(dtype)) + " length " + std::to_string(length));
+      const auto columns = static_cast<std::int64_t>(maxima.size());
+      TestTensor x(dtype, {length, columns});
+      for (std::int64_t j = 0; j < columns; ++j) {
+        const double m = maxima[static_cast<std::size_t>(j)];
+        if (dtype == DType::f16 && std::abs(m) > 1000.0) continue;  // f16 holds them coarsely; the rest suffice
+        for (std::int64_t i = 0; i < length; ++i) x.set_at(i * columns + j, i == j % length ? m : m - gap(rng()));
+      }
+      check_everywhere(x, 0, 1.0);
+    }
+  }
+}
+
 TEST_F(SimdColumns, InPlaceWorks) {
   for (std::int64_t target : simd_targets()) {
     SCOPED_TRACE(hwy::TargetName(target));

@@ -26,8 +26,9 @@ struct ColumnState {
   double* at_max;        // how many elements equal the max (each adds exactly 1 to d)
   double* others;        // sum of exp((x - m) / T) over the other elements
   double* others_error;  // double lanes: the exact rounding errors of that sum
-  L* split_shift;        // float lanes, after FoldedSplits: MaxSplitLanes's parts of
-  L* split_delta;        //   each column's max (its m is -s.m)
+  L* split_shift;        // float lanes, after OutputExp: the folded exp's split of each
+  L* split_delta;        //   column's max (its m is -s.m): MaxSplitLanes's shift_minus_k
+                         //   or TableSplitLanes's shift_a, and delta
 };
 
 }  // namespace smax::cpu::simd::columns_detail
@@ -312,14 +313,42 @@ HWY_INLINE bool FoldsMax(D d, V m) {
 template <class T>
 inline constexpr ExpRange kFoldedRange = std::is_same_v<T, bfloat16> ? ExpRange::gradual : ExpRange::flush;
 
+// Whether a column vector whose maxima m fold (FoldsMax) can take the table of 2^(j /
+// 32) (ExpMinusMaxTableLanes): AVX-512, an output whose range flushes, |m| <= 600.
+template <class T, class D, class V = hn::Vec<D>>
+HWY_INLINE bool TakesTable(D d, V m) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  if constexpr (kFoldedRange<T> != ExpRange::gradual && kHasScalef<V>) {
+    return hn::AllTrue(d, hn::Le(hn::Abs(m), hn::Set(d, 600.0f)));
+  }
+#endif
+  (void)d;
+  (void)m;
+  return false;
+}
+
 // Calls f(exp_of), exp_of(v) = exp((v - m) / T) for a column vector whose max (finite,
 // or 0 for a non-finite column) is -neg_m: exp_minus_max-inl.h's folded exp where
-// FoldsMax allows it, else the exp of the argument with its rounding error.
+// FoldsMax allows it (its table form where TakesTable does), else the exp of the
+// argument with its rounding error.
 template <bool kUnitT, class T, class D, class F, class V = hn::Vec<D>>
 HWY_INLINE void WithColumnExp(D d, const InverseTemperatureLanes<D>& t, V neg_m, F&& f) {
   if constexpr (std::is_same_v<hn::TFromD<D>, float>) {
-    if (FoldsMax<kUnitT>(d, hn::Neg(neg_m))) {
-      const MaxSplitLanes<D> split = MaxSplitLanes<D>::Of(d, hn::Neg(neg_m));
+    const V m = hn::Neg(neg_m);
+    if (FoldsMax<kUnitT>(d, m)) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+      if constexpr (kFoldedRange<T> != ExpRange::gradual && kHasScalef<V>) {
+        if (TakesTable<T>(d, m)) {
+          const TableSplitLanes<D> split = TableSplitLanes<D>::Of(d, m);
+          f([=](V v) SMAX_INLINE_LAMBDA {
+            V unused;
+            return ExpMinusMaxTableLanes<kFoldedRange<T>>(d, split, v, unused);
+          });
+          return;
+        }
+      }
+#endif
+      const MaxSplitLanes<D> split = MaxSplitLanes<D>::Of(d, m);
       f([=](V v) SMAX_INLINE_LAMBDA {  // by value: by reference, its lanes would be reloaded after every store
         V unused;
         return ExpMinusMax<kFoldedRange<T>>(d, split, v, unused);
@@ -536,30 +565,44 @@ void Finish(D d, T* y, std::size_t width, const ColumnParams& params, const Colu
 }
 
 // What the output pass writes: y = src * (1/d) where src holds the exp terms; exp((x -
-// m) / T) * (1/d), with exp_minus_max-inl.h's folded exp where FoldedSplits holds
-// (unit temperature, every column's |m| <= 16384, float lanes with FMA); or (x - m) /
-// T - log(d).
-enum class OutputOf { terms, exp, folded_exp, log };
+// m) / T) * (1/d), with exp_minus_max-inl.h's folded exp (or its table form) where
+// OutputExp allows it; or (x - m) / T - log(d).
+enum class OutputOf { terms, exp, folded_exp, table_exp, log };
 
-// Whether the output pass can take the folded exp for the whole panel; if so, stores
-// every column's max split (s.m holds -m after Finish, 0 for a non-finite column).
-// The three-pass sum took the same exp for such columns, so the rounding of the split
-// (delta, at most 2e-8 relative) cancels in the quotient; the online sum took it
-// against each block's running max, whose splits round apart by as much.
-template <bool kUnitT, class D, class L = hn::TFromD<D>>
-bool FoldedSplits(D d, std::size_t width, const ColumnState<L>& s) {
+// The exp the output pass can take for the whole panel (exp, folded_exp or
+// table_exp); for the folded ones, stores every column's max split (s.m holds -m
+// after Finish, 0 for a non-finite column). The three-pass sum took the same exp for
+// such columns, so the rounding of the split (delta, at most 2e-8 relative) cancels in
+// the quotient; the online sum took it against each block's running max, whose splits
+// round apart by as much.
+template <bool kUnitT, class T, class D, class L = hn::TFromD<D>>
+OutputOf OutputExp(D d, std::size_t width, const ColumnState<L>& s) {
   const std::size_t N = hn::Lanes(d);
+  bool table = true;
   for (std::size_t j = 0; j < width; j += N) {
-    if (!FoldsMax<kUnitT>(d, hn::Neg(hn::LoadU(d, s.m + j)))) return false;
+    const auto m = hn::Neg(hn::LoadU(d, s.m + j));
+    if (!FoldsMax<kUnitT>(d, m)) return OutputOf::exp;
+    table = table && TakesTable<T>(d, m);
   }
   if constexpr (std::is_same_v<L, float>) {
     for (std::size_t j = 0; j < width; j += N) {
-      const MaxSplitLanes<D> split = MaxSplitLanes<D>::Of(d, hn::Neg(hn::LoadU(d, s.m + j)));
+      const auto m = hn::Neg(hn::LoadU(d, s.m + j));
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+      if constexpr (kHasScalef<hn::Vec<D>>) {
+        if (table) {
+          const TableSplitLanes<D> split = TableSplitLanes<D>::Of(d, m);
+          hn::StoreU(split.shift_a, d, s.split_shift + j);
+          hn::StoreU(split.delta, d, s.split_delta + j);
+          continue;
+        }
+      }
+#endif
+      const MaxSplitLanes<D> split = MaxSplitLanes<D>::Of(d, m);
       hn::StoreU(split.shift_minus_k, d, s.split_shift + j);
       hn::StoreU(split.delta, d, s.split_delta + j);
     }
   }
-  return true;
+  return table ? OutputOf::table_exp : OutputOf::folded_exp;
 }
 
 // How far ahead the output pass fetches its source, in bytes of rows (at least one
@@ -594,6 +637,16 @@ void OutputPass(D d, Strided<const S> src, Strided<T> y, std::size_t width, std:
                                      hn::LoadU(d, s.split_delta + j));
         hn::Vec<D> unused;
         return hn::Mul(ExpMinusMax<kFoldedRange<T>>(d, split, v, unused), factor);
+      } else if constexpr (kOf == OutputOf::table_exp) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+        if constexpr (kFoldedRange<T> != ExpRange::gradual && kHasScalef<hn::Vec<D>>) {
+          const TableSplitLanes<D> split{hn::Neg(hn::LoadU(d, s.m + j)), hn::LoadU(d, s.split_shift + j),
+                                         hn::LoadU(d, s.split_delta + j)};
+          hn::Vec<D> unused;
+          return hn::Mul(ExpMinusMaxTableLanes<kFoldedRange<T>>(d, split, v, unused), factor);
+        }
+#endif
+        return v;  // never: OutputExp returns table_exp only where the branch above is compiled
       } else {
         if constexpr (kOf == OutputOf::log) {
           // (x - m) / T - log(d) in plain arithmetic: the terms never cancel (as the
@@ -650,10 +703,15 @@ void OutputPass(D d, Strided<const S> src, Strided<T> y, std::size_t width, std:
 template <bool kUnitT, class D, class T, class L = hn::TFromD<D>>
 void ExpOutputPass(D d, Strided<const T> x, Strided<T> y, std::size_t width, std::size_t length,
                    const InverseTemperatureLanes<D>& t, const ColumnState<L>& s, bool stream) {
-  if (FoldedSplits<kUnitT>(d, width, s)) {
-    OutputPass<kUnitT, OutputOf::folded_exp>(d, x, y, width, length, t, s, stream);
-  } else {
-    OutputPass<kUnitT, OutputOf::exp>(d, x, y, width, length, t, s, stream);
+  switch (OutputExp<kUnitT, T>(d, width, s)) {
+    case OutputOf::table_exp:
+      OutputPass<kUnitT, OutputOf::table_exp>(d, x, y, width, length, t, s, stream);
+      break;
+    case OutputOf::folded_exp:
+      OutputPass<kUnitT, OutputOf::folded_exp>(d, x, y, width, length, t, s, stream);
+      break;
+    default:
+      OutputPass<kUnitT, OutputOf::exp>(d, x, y, width, length, t, s, stream);
   }
 }
 
