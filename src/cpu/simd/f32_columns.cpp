@@ -22,7 +22,8 @@ template <class L>
 struct ColumnState {
   L* m;                  // the max; after Finish, -m (0 for a non-finite column)
   L* nan;                // all bits set where the column holds a NaN
-  L* factor;             // after Finish: 1/d (softmax) or log(d) (log_softmax)
+  L* factor;             // after Finish: 1/d (softmax; times 2^-64 after OutputExp for bf16)
+                         //   or log(d) (log_softmax)
   double* at_max;        // how many elements equal the max (each adds exactly 1 to d)
   double* others;        // sum of exp((x - m) / T) over the other elements
   double* others_error;  // double lanes: the exact rounding errors of that sum
@@ -313,12 +314,26 @@ HWY_INLINE bool FoldsMax(D d, V m) {
 template <class T>
 inline constexpr ExpRange kFoldedRange = std::is_same_v<T, bfloat16> ? ExpRange::gradual : ExpRange::flush;
 
+// The folded exp's range in a sum pass: softmax's sums (no kCountAtMax) flush for
+// every type, since they hold the max's term, 1, and terms below FLT_MIN add nothing
+// a double sum of at most 2^32 of them keeps beside it; the log ops' terms build d - 1,
+// whose -log(1 + tiny) at the max bf16 keeps in float's subnormals.
+template <class T, bool kCountAtMax>
+inline constexpr ExpRange kSumRange = kCountAtMax ? kFoldedRange<T> : ExpRange::flush;
+
+// The folded exp's range in softmax's output pass: bf16 takes exp(x - m) * 2^64
+// (never subnormal) times 2^-64 / d, so that the one product rounds its subnormal
+// results, as the gradual steps would, and the table form stays open to it.
+template <class T>
+inline constexpr ExpRange kOutputRange = std::is_same_v<T, bfloat16> ? ExpRange::times_2_64 : ExpRange::flush;
+
 // Whether a column vector whose maxima m fold (FoldsMax) can take the table of 2^(j /
-// 32) (ExpMinusMaxTableLanes): AVX-512, an output whose range flushes, |m| <= 600.
-template <class T, class D, class V = hn::Vec<D>>
+// 32) (ExpMinusMaxTableLanes) in range kRange: AVX-512, a range that is not gradual,
+// |m| <= 600.
+template <ExpRange kRange, class D, class V = hn::Vec<D>>
 HWY_INLINE bool TakesTable(D d, V m) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-  if constexpr (kFoldedRange<T> != ExpRange::gradual && kHasScalef<V>) {
+  if constexpr (kRange != ExpRange::gradual && kHasScalef<V>) {
     return hn::AllTrue(d, hn::Le(hn::Abs(m), hn::Set(d, 600.0f)));
   }
 #endif
@@ -328,21 +343,21 @@ HWY_INLINE bool TakesTable(D d, V m) {
 }
 
 // Calls f(exp_of), exp_of(v) = exp((v - m) / T) for a column vector whose max (finite,
-// or 0 for a non-finite column) is -neg_m: exp_minus_max-inl.h's folded exp where
-// FoldsMax allows it (its table form where TakesTable does), else the exp of the
-// argument with its rounding error.
-template <bool kUnitT, class T, class D, class F, class V = hn::Vec<D>>
+// or 0 for a non-finite column) is -neg_m: exp_minus_max-inl.h's folded exp in range
+// kRange where FoldsMax allows it (its table form where TakesTable does), else the exp
+// of the argument with its rounding error (Exp<T>).
+template <bool kUnitT, ExpRange kRange, class T, class D, class F, class V = hn::Vec<D>>
 HWY_INLINE void WithColumnExp(D d, const InverseTemperatureLanes<D>& t, V neg_m, F&& f) {
   if constexpr (std::is_same_v<hn::TFromD<D>, float>) {
     const V m = hn::Neg(neg_m);
     if (FoldsMax<kUnitT>(d, m)) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-      if constexpr (kFoldedRange<T> != ExpRange::gradual && kHasScalef<V>) {
-        if (TakesTable<T>(d, m)) {
+      if constexpr (kRange != ExpRange::gradual && kHasScalef<V>) {
+        if (TakesTable<kRange>(d, m)) {
           const TableSplitLanes<D> split = TableSplitLanes<D>::Of(d, m);
           f([=](V v) SMAX_INLINE_LAMBDA {
             V unused;
-            return ExpMinusMaxTableLanes<kFoldedRange<T>>(d, split, v, unused);
+            return ExpMinusMaxTableLanes<kRange>(d, split, v, unused);
           });
           return;
         }
@@ -351,7 +366,7 @@ HWY_INLINE void WithColumnExp(D d, const InverseTemperatureLanes<D>& t, V neg_m,
       const MaxSplitLanes<D> split = MaxSplitLanes<D>::Of(d, m);
       f([=](V v) SMAX_INLINE_LAMBDA {  // by value: by reference, its lanes would be reloaded after every store
         V unused;
-        return ExpMinusMax<kFoldedRange<T>>(d, split, v, unused);
+        return ExpMinusMax<kRange>(d, split, v, unused);
       });
       return;
     }
@@ -389,7 +404,7 @@ void SumPass(D d, Strided<const T> x, Strided<L> terms, std::size_t width, std::
         }
         sums.Add(e, v, m);
       };
-      WithColumnExp<kUnitT, T>(d, t, neg_m, rows);
+      WithColumnExp<kUnitT, kSumRange<T, kCountAtMax>, T>(d, t, neg_m, rows);
       sums.Store(s, j);
     });
   });
@@ -472,7 +487,7 @@ void OnlineStatsPass(Strided<const T> x, std::size_t width, std::size_t length, 
       // The block's terms against the running max m, once it holds the block's.
       auto add_terms = [&](VF m) SMAX_INLINE_LAMBDA {
         FloatSums<kCountAtMax> sums(s, j);
-        WithColumnExp<kUnitT, T>(d, t, NegFiniteMax(m), [&](auto&& exp_of) SMAX_INLINE_LAMBDA {
+        WithColumnExp<kUnitT, kSumRange<T, kCountAtMax>, T>(d, t, NegFiniteMax(m), [&](auto&& exp_of) SMAX_INLINE_LAMBDA {
           VF v[kRows], e[kRows];
           for (std::size_t k = 0; k < kRows; ++k) {
             v[k] = load(k);
@@ -571,7 +586,8 @@ enum class OutputOf { terms, exp, folded_exp, table_exp, log };
 
 // The exp the output pass can take for the whole panel (exp, folded_exp or
 // table_exp); for the folded ones, stores every column's max split (s.m holds -m
-// after Finish, 0 for a non-finite column). The three-pass sum took the same exp for
+// after Finish, 0 for a non-finite column) and scales the factors 1/d by 2^-64 where
+// kOutputRange is times_2_64. The three-pass sum took the same exp for
 // such columns, so the rounding of the split (delta, at most 2e-8 relative) cancels in
 // the quotient; the online sum took it against each block's running max, whose splits
 // round apart by as much.
@@ -582,7 +598,7 @@ OutputOf OutputExp(D d, std::size_t width, const ColumnState<L>& s) {
   for (std::size_t j = 0; j < width; j += N) {
     const auto m = hn::Neg(hn::LoadU(d, s.m + j));
     if (!FoldsMax<kUnitT>(d, m)) return OutputOf::exp;
-    table = table && TakesTable<T>(d, m);
+    table = table && TakesTable<kOutputRange<T>>(d, m);
   }
   if constexpr (std::is_same_v<L, float>) {
     for (std::size_t j = 0; j < width; j += N) {
@@ -601,6 +617,10 @@ OutputOf OutputExp(D d, std::size_t width, const ColumnState<L>& s) {
       hn::StoreU(split.shift_minus_k, d, s.split_shift + j);
       hn::StoreU(split.delta, d, s.split_delta + j);
     }
+  }
+  if constexpr (kOutputRange<T> == ExpRange::times_2_64) {
+    const auto scale = hn::Set(d, static_cast<L>(0x1p-64));  // d <= the column's length: 2^-64 / d is normal
+    for (std::size_t j = 0; j < width; j += N) hn::StoreU(hn::Mul(hn::LoadU(d, s.factor + j), scale), d, s.factor + j);
   }
   return table ? OutputOf::table_exp : OutputOf::folded_exp;
 }
@@ -636,14 +656,14 @@ void OutputPass(D d, Strided<const S> src, Strided<T> y, std::size_t width, std:
         const MaxSplitLanes<D> split(hn::Neg(hn::LoadU(d, s.m + j)), hn::LoadU(d, s.split_shift + j),
                                      hn::LoadU(d, s.split_delta + j));
         hn::Vec<D> unused;
-        return hn::Mul(ExpMinusMax<kFoldedRange<T>>(d, split, v, unused), factor);
+        return hn::Mul(ExpMinusMax<kOutputRange<T>>(d, split, v, unused), factor);
       } else if constexpr (kOf == OutputOf::table_exp) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-        if constexpr (kFoldedRange<T> != ExpRange::gradual && kHasScalef<hn::Vec<D>>) {
+        if constexpr (kHasScalef<hn::Vec<D>>) {
           const TableSplitLanes<D> split{hn::Neg(hn::LoadU(d, s.m + j)), hn::LoadU(d, s.split_shift + j),
                                          hn::LoadU(d, s.split_delta + j)};
           hn::Vec<D> unused;
-          return hn::Mul(ExpMinusMaxTableLanes<kFoldedRange<T>>(d, split, v, unused), factor);
+          return hn::Mul(ExpMinusMaxTableLanes<kOutputRange<T>>(d, split, v, unused), factor);
         }
 #endif
         return v;  // never: OutputExp returns table_exp only where the branch above is compiled
