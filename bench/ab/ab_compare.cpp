@@ -4,7 +4,7 @@
 // holds still. Prints, per shape, each build's median and least ns an element over
 // the rounds and the median of the rounds' ratios A / B (above 1: B is faster).
 //
-//   ab_compare A.so B.so [op=log|sb|lsb] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] [axis=0] f:ROWSxCOLS b:ROWSxCOLS ...
+//   ab_compare A.so B.so [op=log|sb|lsb] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] [axis=0] f:ROWSxCOLS b:BATCHxROWSxCOLS ...
 //
 // f: f32, b: bf16 (normal(0, 3) inputs). op: softmax (the default), log_softmax,
 // softmax_backward (sb) or log_softmax_backward (lsb); the backward ops take y from
@@ -15,7 +15,8 @@
 // and so std::vector's and NumPy's), since loads that cross cache lines cost more and
 // some kernels take other paths for outputs that are not aligned to the vector;
 // ox=BYTES sets the inputs' offset apart (x, or y and dy). axis=0: softmax or
-// log_softmax down the columns (the column panels) instead of along the rows.
+// log_softmax down the columns (the column panels) instead of along the rows; a shape
+// of three extents is a batch of such matrices (forward ops only).
 // scripts/ab.sh builds the two libraries.
 #include <dlfcn.h>
 
@@ -32,7 +33,7 @@
 
 namespace {
 
-using Entry = void (*)(int, const void*, void*, long, long, int, int);
+using Entry = void (*)(int, const void*, void*, long, long, long, int, int);
 using BackwardEntry = void (*)(int, const void*, const void*, void*, long, long, int);
 
 double median(std::vector<double> v) {
@@ -104,7 +105,7 @@ std::vector<Buffer> copies(std::size_t count, const std::vector<unsigned char>& 
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: %s A.so B.so [op=log|sb|lsb] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] [axis=0] f:ROWSxCOLS b:ROWSxCOLS ...\n", argv[0]);
+    std::fprintf(stderr, "usage: %s A.so B.so [op=log|sb|lsb] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] [axis=0] f:ROWSxCOLS b:BATCHxROWSxCOLS ...\n", argv[0]);
     return 2;
   }
   std::string entry = "smax_ab_softmax", forward = "smax_ab_softmax";
@@ -150,18 +151,26 @@ int main(int argc, char** argv) {
     }
   }
   for (const std::string& s : shapes) {
-    const auto colon = s.find(':'), x_at = s.find('x');
-    if (s.size() < 4 || colon != 1 || x_at == std::string::npos || (s[0] != 'f' && s[0] != 'b')) {
-      std::fprintf(stderr, "bad shape '%s' (write f:64x1000 or b:8x4096)\n", s.c_str());
+    const auto colon = s.find(':');
+    std::vector<long> extents;
+    for (std::size_t at = colon + 1; colon == 1 && at <= s.size();) {
+      const std::size_t end = std::min(s.find('x', at), s.size());
+      extents.push_back(std::atol(s.substr(at, end - at).c_str()));
+      at = end + 1;
+    }
+    if (colon != 1 || (s[0] != 'f' && s[0] != 'b') || extents.size() < 2 || extents.size() > 3 ||
+        (backward && extents.size() == 3)) {
+      std::fprintf(stderr, "bad shape '%s' (write f:64x1000, b:8x4096 or f:32x81x8732)\n", s.c_str());
       return 2;
     }
     const int bf16 = s[0] == 'b';
-    const long rows = std::atol(s.substr(2, x_at - 2).c_str()), cols = std::atol(s.substr(x_at + 1).c_str());
+    const long batch = extents.size() == 3 ? extents[0] : 1;
+    const long rows = batch * extents[extents.size() - 2], cols = extents.back();
     const std::size_t n = static_cast<std::size_t>(rows * cols);
     const std::vector<unsigned char> x = normal_values(n, bf16, 3.0f, 7);
     std::vector<unsigned char> y(x.size()), dy, dx;
     if (backward) {
-      forward_a(bf16, x.data(), y.data(), rows, cols, threads, -1);
+      forward_a(bf16, x.data(), y.data(), 1, rows, cols, threads, -1);
       dy = normal_values(n, bf16, 1.0f, 8);
       dx.resize(x.size());
     }
@@ -186,7 +195,7 @@ int main(int argc, char** argv) {
       const auto op = reinterpret_cast<Entry>(f[k]);
       return block([&] {
         const std::size_t at = next++ % sets;
-        op(bf16, xs[at].data(), ys[at].data(), rows, cols, threads, axis);
+        op(bf16, xs[at].data(), ys[at].data(), batch, rows / batch, cols, threads, axis);
       }, rows * cols);
     };
     std::vector<double> a, b, ratio;

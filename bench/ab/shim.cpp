@@ -5,23 +5,24 @@
 
 namespace {
 
-// op(x, y, options) along `axis` of a rows x cols tensor of f32, or of bf16 where `bf16`.
+// op(x, y, options) on a batch x rows x cols tensor of f32, or of bf16 where `bf16`:
+// along its last axis, or down its rows where `axis` is 0 (a non-last axis).
 template <class Op>
-void run(Op op, int bf16, const void* x, void* y, long rows, long cols, int threads, int axis) {
+void run(Op op, int bf16, const void* x, void* y, long batch, long rows, long cols, int threads, int axis) {
   const smax::DType dtype = bf16 != 0 ? smax::DType::bf16 : smax::DType::f32;
   smax::Options o;
   o.threads = threads;
-  o.axis = axis;
-  op(smax::TensorView(x, dtype, {rows, cols}), smax::MutableTensorView(y, dtype, {rows, cols}), o);
+  o.axis = axis == 0 ? 1 : -1;
+  op(smax::TensorView(x, dtype, {batch, rows, cols}), smax::MutableTensorView(y, dtype, {batch, rows, cols}), o);
 }
 
 }  // namespace
 
 #define SMAX_AB_ENTRY(name, op)                                                                              \
-  extern "C" __attribute__((visibility("default"))) void name(int bf16, const void* x, void* y, long rows,  \
-                                                              long cols, int threads, int axis) {           \
-    run([](const auto& in, const auto& out, const auto& o) { smax::op(in, out, o); }, bf16, x, y, rows, cols, \
-        threads, axis);                                                                                      \
+  extern "C" __attribute__((visibility("default"))) void name(int bf16, const void* x, void* y, long batch, \
+                                                              long rows, long cols, int threads, int axis) { \
+    run([](const auto& in, const auto& out, const auto& o) { smax::op(in, out, o); }, bf16, x, y, batch, rows, \
+        cols, threads, axis);                                                                                \
   }
 
 SMAX_AB_ENTRY(smax_ab_softmax, softmax)
