@@ -315,9 +315,10 @@ template <class T>
 inline constexpr ExpRange kFoldedRange = std::is_same_v<T, bfloat16> ? ExpRange::gradual : ExpRange::flush;
 
 // The folded exp's range in a sum pass: softmax's sums (no kCountAtMax) flush for
-// every type, since they hold the max's term, 1, and terms below FLT_MIN add nothing
-// a double sum of at most 2^32 of them keeps beside it; the log ops' terms build d - 1,
-// whose -log(1 + tiny) at the max bf16 keeps in float's subnormals.
+// every type, since they hold the max's term, 1, beside which terms below FLT_MIN
+// (2^-126) stay below a double's rounding in any column shorter than 2^70; the log
+// ops' terms build d - 1, whose -log(1 + tiny) at the max bf16 keeps in float's
+// subnormals.
 template <class T, bool kCountAtMax>
 inline constexpr ExpRange kSumRange = kCountAtMax ? kFoldedRange<T> : ExpRange::flush;
 
@@ -587,10 +588,10 @@ enum class OutputOf { terms, exp, folded_exp, table_exp, log };
 // The exp the output pass can take for the whole panel (exp, folded_exp or
 // table_exp); for the folded ones, stores every column's max split (s.m holds -m
 // after Finish, 0 for a non-finite column) and scales the factors 1/d by 2^-64 where
-// kOutputRange is times_2_64. The three-pass sum took the same exp for
-// such columns, so the rounding of the split (delta, at most 2e-8 relative) cancels in
-// the quotient; the online sum took it against each block's running max, whose splits
-// round apart by as much.
+// kOutputRange is times_2_64. Where every column vector of the panel takes the same
+// form, the three-pass sum took the same split, so its rounding (delta, at most 2e-8
+// relative) cancels in the quotient; a panel that mixes forms, and the online sum
+// (against each block's running max), leave it, 2e-8 at most.
 template <bool kUnitT, class T, class D, class L = hn::TFromD<D>>
 OutputOf OutputExp(D d, std::size_t width, const ColumnState<L>& s) {
   const std::size_t N = hn::Lanes(d);
