@@ -271,6 +271,27 @@ struct TableLanes {
         delta(hn::Set(d, s.delta)),
         table_lo(hn::LoadU(d, kPow2Over32 + 32 - s.b)),
         table_hi(hn::LoadU(d, kPow2Over32 + 48 - s.b)) {}
+
+  // One max per lane (column panels): b = 0 in every lane (the table unrotated, shift_b
+  // kRoundingShift32), so shift_a = kRoundingShift32 - k / 32 carries each lane's k.
+  TableLanes(D d, V m_lanes, V shift_a_lanes, V delta_lanes)
+      : m(m_lanes),
+        shift_b(hn::Set(d, kRoundingShift32)),
+        shift_a(shift_a_lanes),
+        delta(delta_lanes),
+        table_lo(hn::LoadU(d, kPow2Over32 + 32)),
+        table_hi(hn::LoadU(d, kPow2Over32 + 48)) {}
+
+  // TableSplit::of in lanes (|m| <= 600): k = round(32 m log2(e)) in each lane (the
+  // float product may round k the other way at a half, leaving |delta| a little above
+  // ln2 / 64, which the cubic absorbs), delta = m - k / 32 ln2_hi - k / 32 ln2_lo
+  // rounded once (the first step is exact, as in MaxSplitLanes::Of).
+  static TableLanes PerLane(D d, V m) {
+    const V shift = hn::Set(d, kRoundingShift32);
+    const V k = hn::Sub(hn::MulAdd(m, hn::Set(d, 1.44269502162933349609375f), shift), shift);  // k / 32
+    const V delta = hn::NegMulAdd(k, hn::Set(d, kRowLn2Lo), hn::NegMulAdd(k, hn::Set(d, kRowLn2Hi), m));
+    return TableLanes(d, m, hn::Sub(shift, k), delta);
+  }
 };
 
 template <ExpRange kRange, class D, class V = hn::Vec<D>>
@@ -283,42 +304,6 @@ HWY_INLINE V ExpMinusMaxTable(D d, const TableLanes<D>& c, V x, V& s) {
   const V r = TableReduced(d, x, n_plus_k, c.delta);
   return ScalefWhereNotBelow(TableEntryTimesExp(d, c.table_lo, c.table_hi, t, r), power, s,
                              hn::Set(d, kRangeCutoff<kRange>));
-}
-
-// TableSplit in lanes, one max per lane (column panels): m = k ln2 / 32 + delta with
-// k = round(32 m log2(e)) in each lane (the float product may round k the other way
-// at a half, leaving |delta| a little above ln2 / 64, which the cubic absorbs), delta
-// = m - k / 32 ln2_hi - k / 32 ln2_lo rounded once (the first step is exact, as in
-// MaxSplitLanes::Of). For |m| <= 600 (TableSplit::fits).
-template <class D>
-struct TableSplitLanes {
-  using V = hn::Vec<D>;
-  V m;
-  V shift_a;  // kRoundingShift32 - k / 32 (exact: a multiple of 1/32 below 2^19)
-  V delta;
-
-  static TableSplitLanes Of(D d, V m) {
-    const V shift = hn::Set(d, kRoundingShift32);
-    const V k = hn::Sub(hn::MulAdd(m, hn::Set(d, 1.44269502162933349609375f), shift), shift);  // k / 32
-    const V delta = hn::NegMulAdd(k, hn::Set(d, kRowLn2Lo), hn::NegMulAdd(k, hn::Set(d, kRowLn2Hi), m));
-    return {m, hn::Sub(shift, k), delta};
-  }
-};
-
-// exp(x - m) through the table of 2^(j / 32) with one max per lane: n = round(32 (x -
-// m) log2(e)), r = x - (n + k) / 32 ln2_hi - ((n + k) / 32 ln2_lo + delta), and
-// exp(x - m) = 2^floor(n / 32) * 2^((n mod 32) / 32) * exp(r): ExpMinusMaxTable's value
-// (which rotates the table by k mod 32, one k per row) from the table as ExpFlush
-// reads it, 14 operations a vector. s = x - m as there.
-template <ExpRange kRange, class D, class V = hn::Vec<D>>
-HWY_INLINE V ExpMinusMaxTableLanes(D d, const TableSplitLanes<D>& c, V x, V& s) {
-  static_assert(kRange != ExpRange::gradual && kHasScalef<V>);
-  s = hn::Sub(x, c.m);
-  const V t = hn::MulAdd(s, hn::Set(d, 1.44269502162933349609375f), hn::Set(d, kRoundingShift32));  // log2(e)
-  const V power = hn::Sub(t, hn::Set(d, kRoundingShift32 - static_cast<float>(kRangeScaleLog2<kRange>)));
-  const V r = TableReduced(d, x, hn::Sub(t, c.shift_a), c.delta);
-  return ScalefWhereNotBelow(TableEntryTimesExp(d, hn::LoadU(d, kPow2Over32 + 32), hn::LoadU(d, kPow2Over32 + 48), t, r),
-                             power, s, hn::Set(d, kRangeCutoff<kRange>));
 }
 
 // exp(x - m) by the table form with t taken from x directly (DirectTableSplit):

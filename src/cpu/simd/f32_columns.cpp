@@ -29,7 +29,7 @@ struct ColumnState {
   double* others_error;  // double lanes: the exact rounding errors of that sum
   L* split_shift;        // float lanes, after OutputExp: the folded exp's split of each
   L* split_delta;        //   column's max (its m is -s.m): MaxSplitLanes's shift_minus_k
-                         //   or TableSplitLanes's shift_a, and delta
+                         //   or TableLanes::PerLane's shift_a, and delta
 };
 
 }  // namespace smax::cpu::simd::columns_detail
@@ -329,7 +329,7 @@ template <class T>
 inline constexpr ExpRange kOutputRange = std::is_same_v<T, bfloat16> ? ExpRange::times_2_64 : ExpRange::flush;
 
 // Whether a column vector whose maxima m fold (FoldsMax) can take the table of 2^(j /
-// 32) (ExpMinusMaxTableLanes) in range kRange: AVX-512, a range that is not gradual,
+// 32) (TableLanes::PerLane) in range kRange: AVX-512, a range that is not gradual,
 // |m| <= 600.
 template <ExpRange kRange, class D, class V = hn::Vec<D>>
 HWY_INLINE bool TakesTable(D d, V m) {
@@ -355,10 +355,10 @@ HWY_INLINE void WithColumnExp(D d, const InverseTemperatureLanes<D>& t, V neg_m,
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
       if constexpr (kRange != ExpRange::gradual && kHasScalef<V>) {
         if (TakesTable<kRange>(d, m)) {
-          const TableSplitLanes<D> split = TableSplitLanes<D>::Of(d, m);
+          const TableLanes<D> split = TableLanes<D>::PerLane(d, m);
           f([=](V v) SMAX_INLINE_LAMBDA {
             V unused;
-            return ExpMinusMaxTableLanes<kRange>(d, split, v, unused);
+            return ExpMinusMaxTable<kRange>(d, split, v, unused);
           });
           return;
         }
@@ -607,7 +607,7 @@ OutputOf OutputExp(D d, std::size_t width, const ColumnState<L>& s) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
       if constexpr (kHasScalef<hn::Vec<D>>) {
         if (table) {
-          const TableSplitLanes<D> split = TableSplitLanes<D>::Of(d, m);
+          const TableLanes<D> split = TableLanes<D>::PerLane(d, m);
           hn::StoreU(split.shift_a, d, s.split_shift + j);
           hn::StoreU(split.delta, d, s.split_delta + j);
           continue;
@@ -661,10 +661,10 @@ void OutputPass(D d, Strided<const S> src, Strided<T> y, std::size_t width, std:
       } else if constexpr (kOf == OutputOf::table_exp) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
         if constexpr (kHasScalef<hn::Vec<D>>) {
-          const TableSplitLanes<D> split{hn::Neg(hn::LoadU(d, s.m + j)), hn::LoadU(d, s.split_shift + j),
-                                         hn::LoadU(d, s.split_delta + j)};
+          const TableLanes<D> split(d, hn::Neg(hn::LoadU(d, s.m + j)), hn::LoadU(d, s.split_shift + j),
+                                    hn::LoadU(d, s.split_delta + j));
           hn::Vec<D> unused;
-          return hn::Mul(ExpMinusMaxTableLanes<kOutputRange<T>>(d, split, v, unused), factor);
+          return hn::Mul(ExpMinusMaxTable<kOutputRange<T>>(d, split, v, unused), factor);
         }
 #endif
         return v;  // never: OutputExp returns table_exp only where the branch above is compiled
