@@ -4,7 +4,7 @@
 // holds still. Prints, per shape, each build's median and least ns an element over
 // the rounds and the median of the rounds' ratios A / B (above 1: B is faster).
 //
-//   ab_compare A.so B.so [op=log|sb|lsb] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] [axis=0] f:ROWSxCOLS b:BATCHxROWSxCOLS ...
+//   ab_compare A.so B.so [op=log|sb|lsb] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] [ob=BYTES] [axis=0] f:ROWSxCOLS b:BATCHxROWSxCOLS ...
 //
 // f: f32, b: bf16 (normal(0, 3) inputs). op: softmax (the default), log_softmax,
 // softmax_backward (sb) or log_softmax_backward (lsb); the backward ops take y from
@@ -16,7 +16,9 @@
 // some kernels take other paths for outputs that are not aligned to the vector;
 // ox=BYTES sets the inputs' offset apart (x, or y and dy). axis=0: softmax or
 // log_softmax down the columns (the column panels) instead of along the rows; a shape
-// of three extents is a batch of such matrices (forward ops only).
+// of three extents is a batch of such matrices (forward ops only). ob=BYTES gives
+// build B buffers of its own, every one that many bytes past a page: with the same
+// build as A and B, the cost of misaligned rows measured in one process.
 // scripts/ab.sh builds the two libraries.
 #include <dlfcn.h>
 
@@ -105,14 +107,14 @@ std::vector<Buffer> copies(std::size_t count, const std::vector<unsigned char>& 
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: %s A.so B.so [op=log|sb|lsb] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] [axis=0] f:ROWSxCOLS b:BATCHxROWSxCOLS ...\n", argv[0]);
+    std::fprintf(stderr, "usage: %s A.so B.so [op=log|sb|lsb] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] [ob=BYTES] [axis=0] f:ROWSxCOLS b:BATCHxROWSxCOLS ...\n", argv[0]);
     return 2;
   }
   std::string entry = "smax_ab_softmax", forward = "smax_ab_softmax";
   int threads = 1, rounds = 15, axis = -1;
   long mebibytes = 0;
   std::size_t offset = 0;
-  std::optional<std::size_t> x_offset;
+  std::optional<std::size_t> x_offset, b_offset;
   std::vector<std::string> shapes;
   for (int a = 3; a < argc; ++a) {
     const std::string s = argv[a];
@@ -131,6 +133,8 @@ int main(int argc, char** argv) {
       mebibytes = std::atol(s.c_str() + 2);
     } else if (s.rfind("ox=", 0) == 0) {
       x_offset = static_cast<std::size_t>(std::atol(s.c_str() + 3));
+    } else if (s.rfind("ob=", 0) == 0) {
+      b_offset = static_cast<std::size_t>(std::atol(s.c_str() + 3));
     } else if (s.rfind("o=", 0) == 0) {
       offset = static_cast<std::size_t>(std::atol(s.c_str() + 2));
     } else if (s.rfind("r=", 0) == 0) {
@@ -179,23 +183,29 @@ int main(int argc, char** argv) {
     const std::size_t sets = std::max<std::size_t>(1, static_cast<std::size_t>(mebibytes << 20) / set_bytes);
     const std::size_t forward_sets = backward ? 0 : sets, backward_sets = backward ? sets : 0;
     // The inputs: x, or y and dy (backward); the output: y, or dx.
-    const std::size_t input_offset = x_offset.value_or(offset);
-    const std::vector<Buffer> xs = copies(forward_sets, x, input_offset),
-                              ys = copies(sets, y, backward ? input_offset : offset),
-                              dys = copies(backward_sets, dy, input_offset), dxs = copies(backward_sets, dx, offset);
+    struct Sets {
+      std::vector<Buffer> xs, ys, dys, dxs;
+    };
+    const auto make_sets = [&](std::size_t input_offset, std::size_t output_offset) {
+      return Sets{copies(forward_sets, x, input_offset), copies(sets, y, backward ? input_offset : output_offset),
+                  copies(backward_sets, dy, input_offset), copies(backward_sets, dx, output_offset)};
+    };
+    const Sets sets_a = make_sets(x_offset.value_or(offset), offset);
+    const Sets sets_b = b_offset ? make_sets(*b_offset, *b_offset) : Sets{};
     std::size_t next = 0;
     const auto run = [&](int k) {
+      const Sets& own = k == 1 && b_offset ? sets_b : sets_a;
       if (backward) {
         const auto op = reinterpret_cast<BackwardEntry>(f[k]);
         return block([&] {
           const std::size_t at = next++ % sets;
-          op(bf16, ys[at].data(), dys[at].data(), dxs[at].data(), rows, cols, threads);
+          op(bf16, own.ys[at].data(), own.dys[at].data(), own.dxs[at].data(), rows, cols, threads);
         }, rows * cols);
       }
       const auto op = reinterpret_cast<Entry>(f[k]);
       return block([&] {
         const std::size_t at = next++ % sets;
-        op(bf16, xs[at].data(), ys[at].data(), batch, rows / batch, cols, threads, axis);
+        op(bf16, own.xs[at].data(), own.ys[at].data(), batch, rows / batch, cols, threads, axis);
       }, rows * cols);
     };
     std::vector<double> a, b, ratio;
