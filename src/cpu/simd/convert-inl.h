@@ -74,6 +74,15 @@ HWY_INLINE hn::Vec<DU> F32ToF16Bits(DF df, hn::Vec<DF> v) {
 // the upper 16 bits of each lane (HighHalves takes them).
 template <class DU>
 HWY_INLINE hn::Vec<DU> RoundedBF16Bits(DU du, hn::Vec<DU> x) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  // x + 0x7FFF, plus 1 where bit 16 (bf16's last) is set: a test into a mask and a
+  // masked add, where the shift and the AND took two operations.
+  if constexpr (std::is_same_v<hn::Vec<DU>, hn::Vec512<std::uint32_t>>) {
+    const __m512i t = _mm512_add_epi32(x.raw, _mm512_set1_epi32(0x7FFF));
+    const __mmask16 odd = _mm512_test_epi32_mask(x.raw, _mm512_set1_epi32(0x10000));
+    return hn::Vec<DU>{_mm512_mask_add_epi32(t, odd, t, _mm512_set1_epi32(1))};
+  }
+#endif
   return hn::Add(x, hn::Add(hn::Set(du, 0x7FFFu), hn::And(hn::ShiftRight<16>(x), hn::Set(du, 1u))));
 }
 
