@@ -101,15 +101,18 @@ HWY_INLINE std::size_t AlignmentHead(D d, const T* y, std::size_t n) {
   return std::min(n, (bytes - misalignment) % bytes / sizeof(T));
 }
 
-// The vectors of a float row x read by aligned loads only, each joined from its two
-// aligned neighbours by one two-table permute (AVX-512's vpermt2ps), so that its
-// lanes hold what an unaligned load at x + i would give (sums keep their order, and
-// their bits, at any address) but no load crosses a cache line: from memory such
-// loads cost f32 rows 16 bytes past their alignment a fifth of their time (A/B tool,
-// 16384 x 4096, two threads). Active where x is aligned to its element but not to
-// the vector, for float rows on AVX-512 targets only: elsewhere the join takes three
-// operations (and Highway 1.0 has no portable one), and 16-bit rows' loads are half
-// as wide, so fewer of them cross a line. Inactive, covers4 is false.
+// The vectors of a float row x where x is not aligned to them, half of them joined
+// from two aligned loads by one two-table permute (AVX-512's vpermt2ps), the other
+// half loaded unaligned: the lanes hold what an unaligned load at x + i gives either
+// way (sums keep their order, and their bits, at any address). Loads that cross a
+// cache line cost load-port cycles, joins a cycle of the shuffle port that the exp's
+// table lookups share; half and half ran f32 rows 16 or 32 bytes off their alignment
+// 3-5% faster in cache than either alone (Intel Xeon VM, A/B tool, 64 x 1008 to 16 x
+// 16384, one thread; from DRAM no difference). Active where x is aligned to its
+// element but not to the vector, for float rows on AVX-512 targets only: elsewhere
+// the join takes three operations (and Highway 1.0 has no portable one), and 16-bit
+// rows' loads are half as wide, so fewer of them cross a line. Inactive, covers4 is
+// false.
 template <class T>
 class ShiftedLoads {
   using D = hn::ScalableTag<float>;
@@ -141,18 +144,16 @@ class ShiftedLoads {
     return base_ != nullptr && i % N == 0 && i >= shift_ && i + 5 * N <= n_ + shift_;
   }
 
-  // The four vectors at x + i.
+  // The four vectors at x + i: the first and third joined, the others loaded unaligned.
   HWY_INLINE void Load4(D d, std::size_t i, V (&v)[4]) const {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
     if constexpr (kJoins) {
       const std::size_t N = hn::Lanes(d);
       const float* p = base_ + i;
-      V lo = hn::Load(d, p);
-      for (std::size_t k = 0; k < 4; ++k) {
-        const V hi = hn::Load(d, p + (k + 1) * N);
-        v[k] = V{_mm512_permutex2var_ps(lo.raw, join_.raw, hi.raw)};
-        lo = hi;
-      }
+      v[0] = V{_mm512_permutex2var_ps(hn::Load(d, p).raw, join_.raw, hn::Load(d, p + N).raw)};
+      v[1] = hn::LoadU(d, p + shift_ + N);
+      v[2] = V{_mm512_permutex2var_ps(hn::Load(d, p + 2 * N).raw, join_.raw, hn::Load(d, p + 3 * N).raw)};
+      v[3] = hn::LoadU(d, p + shift_ + 3 * N);
     }
 #endif
     (void)d;
