@@ -120,6 +120,47 @@ TEST_F(SimdExpMinusMax, TableFormWithinOneUlpAndAHalfForEveryResidue) {
   EXPECT_GT(worst_error(*this, m, true, 1.5, "table's domain, t from x", /*marks_max=*/false), 0.0);
 }
 
+// The coarse form that softmax rows stored as f16 or bf16 take (DirectTableExp's
+// kCoarse: one float ln2, a quadratic): within 4e-6 of exp(x - m) relative, far below
+// half a unit in the last place of f16 (2.4e-4) and bf16 (2e-3), over the table's
+// domain and every residue of k mod 32. Only AVX-512 targets have the form (the others
+// run the exact ones); there its error must also show that it ran (above 2e-7, where
+// the exact forms stay below 1.5 ulp, 9e-8).
+TEST_F(SimdExpMinusMax, CoarseFormWithinFourMillionthsRelative) {
+  std::vector<float> maxima = {600.0f, -600.0f, 0.0f, 0.0108f, -0.0108f, 88.7f};
+  for (int k = -64; k < 64; ++k) maxima.push_back(static_cast<float>(k) * 0.6931472f / 32);
+  std::uniform_real_distribution<float> wide(-600.0f, 600.0f);
+  for (int i = 0; i < 40; ++i) maxima.push_back(wide(rng()));
+  std::map<std::int64_t, double> worst_of_target;
+  for (float m : maxima) {
+    const std::vector<float> x = row_below(m);
+    std::vector<float> y(x.size());
+    for (std::int64_t t : simd_targets()) {
+      for (Form form : {Form::flush, Form::times_2_64}) {
+        bool ran = false;
+        with_target(t, [&] {
+          ran = cpu::simd::f32_exp_minus_max(x.data(), y.data(), x.size(), m, form, true, false, /*coarse=*/true);
+        });
+        if (!ran) continue;
+        double& worst = worst_of_target[t];
+        for (std::size_t i = 0; i < x.size(); ++i) {
+          const long double r = SimdExpMinusMax::reference(x[i], m);
+          if (r < std::numeric_limits<float>::min() * 1.01L) continue;
+          const double e = static_cast<double>(std::abs(static_cast<long double>(y[i] / scale_of(form)) - r) / r);
+          ASSERT_LE(e, 4e-6) << hwy::TargetName(t) << " m=" << m << " x=" << x[i] << " form=" << static_cast<int>(form);
+          worst = std::max(worst, e);
+        }
+      }
+    }
+  }
+  for (const auto& [t, worst] : worst_of_target) {
+    std::printf("coarse exp(x - m), target %s: max relative error %.3g\n", hwy::TargetName(t), worst);
+    if ((t & (HWY_AVX3 | HWY_AVX3_DL)) != 0) {
+      EXPECT_GT(worst, 2e-7) << hwy::TargetName(t);
+    }
+  }
+}
+
 TEST_F(SimdExpMinusMax, TheMaxGivesExactlyOne) {
   std::vector<float> m_all = maxima();
   // m log2(e) as near halfway between multiples of 1/32 as floats come: where t from x

@@ -37,6 +37,8 @@ namespace smax::cpu::simd {
 // its products with the reductions' multiples of ln2 (or ln2 / 32) stay exact.
 inline constexpr float kRowLn2Hi = 0x1.63p-1f;
 inline constexpr float kRowLn2Lo = -0x1.bd0106p-13f;
+// ln2 rounded to float (1.9e-9 above it), for exp_minus_max-inl.h's coarse form.
+inline constexpr float kLn2Float = 0x1.62e430p-1f;
 
 // 2^(i / 32) for i = -32 .. 31, each correctly rounded to float (computed with 60
 // decimal digits): the table of the AVX-512 exps. ExpFlush looks up 2^(j / 32), the 32

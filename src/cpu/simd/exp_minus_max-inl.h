@@ -81,6 +81,15 @@ struct TableSplit {
   // 2955), so |k| <= 27965.
   static bool fits(float m) { return std::abs(m) <= 600.0f; }
 
+  // delta for a reduction that takes ln2 as the one float kLn2Float (DirectTableExp's
+  // coarse form): m - k ln2_float / 32, exact in double, rounded once. With the split
+  // ln2's delta instead, the two ln2 would differ by 1.9e-9 times (n + k) / 32, up to
+  // 2e-6 in r for maxima near 600.
+  float coarse_delta() const {
+    const double k = 32.0 * (static_cast<double>(kRoundingShift32) - static_cast<double>(shift_a)) + b;
+    return static_cast<float>(static_cast<double>(m) - k * static_cast<double>(kLn2Float) / 32);
+  }
+
   static TableSplit of(float m) {
     TableSplit s;
     s.m = m;
@@ -309,7 +318,17 @@ HWY_INLINE V ExpMinusMaxTable(D d, const TableLanes<D>& c, V x, V& s) {
 // exp(x - m) by the table form with t taken from x directly (DirectTableSplit):
 // 13 operations a vector. z is x, not x - m: for passes that do not count the terms
 // at the max (SumLanes<false>).
-template <ExpRange kRange, class D>
+//
+// kCoarse, for softmax rows stored as f16 or bf16 (whose outputs keep 11 and 8
+// bits): 11 operations, within 4e-6 of exp(x - m) instead of 1.01 ulp. The reduction
+// r = (x - c kLn2Float) - delta (TableSplit::coarse_delta) takes ln2 as one float: one
+// multiply-add, rounded once relative to |r + delta| <= 0.03, where the split ln2
+// takes two operations; the float's error, 1.9e-9 times n / 32 (n >= -4802 above the
+// cutoff, n <= 2955 for a guess), moves r by at most 3e-7. exp(r) = 1 + r + r^2 / 2
+// leaves out r^3 / 6 <= 1.7e-6 (|r| <= ln2 / 32). Both far below half a unit of an f16
+// output (2.4e-4) or a bf16 one (2e-3); the outputs, exps divided by their sum, move
+// by at most twice as much before their rounding.
+template <ExpRange kRange, class D, bool kCoarse = false>
 struct DirectTableExp {
   using V = hn::Vec<D>;
   static_assert(kRange != ExpRange::gradual && kHasScalef<V>);
@@ -320,7 +339,7 @@ struct DirectTableExp {
       : rounding(hn::Set(d, s.rounding)),
         threshold(hn::Set(d, s.threshold)),
         shift_a(hn::Set(d, s.table.shift_a)),
-        delta(hn::Set(d, s.table.delta)),
+        delta(hn::Set(d, kCoarse ? s.table.coarse_delta() : s.table.delta)),
         table_lo(hn::LoadU(d, kPow2Over32 + 32 - s.table.b)),
         table_hi(hn::LoadU(d, kPow2Over32 + 48 - s.table.b)) {}
 
@@ -328,8 +347,16 @@ struct DirectTableExp {
     z = x;
     const V t = hn::MulAdd(x, hn::Set(d, 1.44269502162933349609375f), rounding);  // log2(e)
     const V power = hn::Sub(t, hn::Set(d, kRoundingShift32 - static_cast<float>(kRangeScaleLog2<kRange>)));
-    const V r = TableReduced(d, x, hn::Sub(t, shift_a), delta);
-    return ScalefWhereNotBelow(TableEntryTimesExp(d, table_lo, table_hi, t, r), power, x, threshold);
+    const V c = hn::Sub(t, shift_a);  // (n + k) / 32
+    if constexpr (kCoarse) {
+      const V r = hn::Sub(hn::NegMulAdd(c, hn::Set(d, kLn2Float), x), delta);  // delta: coarse_delta()
+      const V entry{_mm512_permutex2var_ps(table_lo.raw, _mm512_castps_si512(t.raw), table_hi.raw)};
+      const V half_r_plus_one = hn::MulAdd(r, hn::Set(d, 0.5f), hn::Set(d, 1.0f));
+      return ScalefWhereNotBelow(hn::MulAdd(hn::Mul(entry, r), half_r_plus_one, entry), power, x, threshold);
+    } else {
+      const V r = TableReduced(d, x, c, delta);
+      return ScalefWhereNotBelow(TableEntryTimesExp(d, table_lo, table_hi, t, r), power, x, threshold);
+    }
   }
 };
 
@@ -363,15 +390,16 @@ struct TableExp {
 // Calls f with the folded exp for a row with max m (MaxSplit::fits(m), a target with
 // FMA, unit temperature): TableExp where the target, the form and m allow it (and
 // `table`), else FoldedExp. With kMarksMax false, for passes that need no z = x - m
-// (they count no terms at the max), DirectTableExp where it is exact at the max.
-template <ExpRange kRange, bool kMarksMax = true, class D, class F>
+// (they count no terms at the max), DirectTableExp where it is exact at the max, and
+// its coarse form with kCoarse (softmax's exps for 16-bit outputs).
+template <ExpRange kRange, bool kMarksMax = true, bool kCoarse = false, class D, class F>
 HWY_INLINE auto WithFoldedExp(D d, float m, F&& f, bool table = true) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
   if constexpr (kRange != ExpRange::gradual && kHasScalef<hn::Vec<D>>) {
     if (table && TableSplit::fits(m)) {
       if constexpr (!kMarksMax) {
         const DirectTableSplit split = DirectTableSplit::of(m, kRangeCutoff<kRange>);
-        if (split.exact_at_max) return f(DirectTableExp<kRange, D>(d, split));
+        if (split.exact_at_max) return f(DirectTableExp<kRange, D, kCoarse>(d, split));
         return f(TableExp<kRange, D>(d, split.table));
       }
       return f(TableExp<kRange, D>(d, TableSplit::of(m)));

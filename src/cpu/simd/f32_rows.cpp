@@ -79,6 +79,11 @@ HWY_INLINE bool FoldsMax(float m, const InverseTemperature& inv) {
   return HWY_NATIVE_FMA && inv.unit && MaxSplit::fits(m);
 }
 
+// Passes without the terms at the max (kMarksMax false) are softmax's, whose 16-bit
+// outputs take DirectTableExp's coarse form.
+template <class T>
+inline constexpr bool kCoarseFor = !std::is_same_v<T, float>;
+
 // Calls f with the exp functor for a row with finite max m. f takes it by value: a
 // reference could alias the outputs as far as the compiler knows, and every step of a
 // pass would load the functor's lanes again (the scaling pass ran 17% slower so).
@@ -88,7 +93,8 @@ template <class T, bool kMarksMax = true, class F>
 HWY_INLINE auto WithExp(float m, const InverseTemperature& inv, F&& f) {
   const DF d;
   if (FoldsMax(m, inv)) {
-    return WithFoldedExp<std::is_same_v<T, bfloat16> ? ExpRange::gradual : ExpRange::flush, kMarksMax>(d, m, f);
+    return WithFoldedExp<std::is_same_v<T, bfloat16> ? ExpRange::gradual : ExpRange::flush, kMarksMax,
+                         kCoarseFor<T>>(d, m, f);
   }
   if (inv.unit) return f(ExactArgumentExp<T, true>(d, m, inv));
   return f(ExactArgumentExp<T, false>(d, m, inv));
@@ -101,7 +107,7 @@ HWY_INLINE auto WithExp(float m, const InverseTemperature& inv, F&& f) {
 template <class T, bool kMarksMax = true, class F>
 HWY_INLINE auto WithSoftmaxExp(float m, const InverseTemperature& inv, F&& f) {
   if constexpr (std::is_same_v<T, bfloat16>) {
-    if (FoldsMax(m, inv)) return WithFoldedExp<ExpRange::times_2_64, kMarksMax>(DF(), m, f);
+    if (FoldsMax(m, inv)) return WithFoldedExp<ExpRange::times_2_64, kMarksMax, kCoarseFor<T>>(DF(), m, f);
   }
   return WithExp<T, kMarksMax>(m, inv, f);
 }
@@ -754,7 +760,7 @@ void ExpArray(const float* z, const float* z_lo, float* y, std::size_t n) {
 }
 
 bool ExpMinusMaxArray(const float* x, float* y, std::size_t n, float m, ExpMinusMaxForm form, bool table,
-                      bool marks_max) {
+                      bool marks_max, bool coarse) {
   const DF d;
   auto run = [&](const auto exp_of) {
     Map(d, x, y, n, false, [&](VF v) {
@@ -770,7 +776,8 @@ bool ExpMinusMaxArray(const float* x, float* y, std::size_t n, float m, ExpMinus
   }
   const auto folded = [&](auto range) {
     constexpr ExpRange kRange = decltype(range)::value;
-    return marks_max ? WithFoldedExp<kRange, true>(d, m, run, table) : WithFoldedExp<kRange, false>(d, m, run, table);
+    if (marks_max) return WithFoldedExp<kRange, true>(d, m, run, table);
+    return coarse ? WithFoldedExp<kRange, false, true>(d, m, run, table) : WithFoldedExp<kRange, false>(d, m, run, table);
   };
   switch (form) {
     case ExpMinusMaxForm::flush:
@@ -898,8 +905,8 @@ void f32_exp_flush(const float* z, const float* z_lo, float* y, std::size_t n) {
 }
 
 bool f32_exp_minus_max(const float* x, float* y, std::size_t n, float m, ExpMinusMaxForm form, bool table,
-                       bool marks_max) {
-  return HWY_DYNAMIC_DISPATCH(ExpMinusMaxArray)(x, y, n, m, form, table, marks_max);
+                       bool marks_max, bool coarse) {
+  return HWY_DYNAMIC_DISPATCH(ExpMinusMaxArray)(x, y, n, m, form, table, marks_max, coarse);
 }
 
 void f32_convert(const half* x, float* wide, half* y, std::size_t n) {

@@ -146,11 +146,11 @@ enum class ExpMinusMaxForm { flush, gradual, times_2_64 };
 // y[i] = exp(x[i] - m) (x[i] <= m, m finite) by the row kernels' exp for unit
 // temperature, in `form`; with `table` false, never through the table of 2^(j / 32)
 // (ExpMinusMaxTable, AVX-512); with `marks_max` false, as the passes that count no
-// terms at the max take it (DirectTableExp where it applies). Returns false, writing
-// nothing, for times_2_64 where the target or m leave the rows without it
-// (FoldsMax). For tests.
+// terms at the max take it (DirectTableExp where it applies), and with `coarse` in
+// its form for 16-bit softmax outputs. Returns false, writing nothing, for
+// times_2_64 where the target or m leave the rows without it (FoldsMax). For tests.
 bool f32_exp_minus_max(const float* x, float* y, std::size_t n, float m, ExpMinusMaxForm form, bool table = true,
-                       bool marks_max = true);
+                       bool marks_max = true, bool coarse = false);
 
 // x converted to float and back, through the kernels' loads and stores; for tests.
 void f32_convert(const half* x, float* wide, half* y, std::size_t n);
