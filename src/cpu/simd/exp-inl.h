@@ -166,10 +166,16 @@ HWY_INLINE V ScalefWhereNotBelow(V p, V n, V z, V cutoff) {
 // in its entry's binade: 1.05 ulp by this count, the reduction's roundings scaling
 // with |r| <= 0.011.
 
-// entry * exp(r), entry = table[t's low five bits] (of the 32 in table_lo, table_hi).
+// table[t's low five bits], of the 32 in table_lo, table_hi.
+template <class V>
+HWY_INLINE V TableEntry(V table_lo, V table_hi, V t) {
+  return V{_mm512_permutex2var_ps(table_lo.raw, _mm512_castps_si512(t.raw), table_hi.raw)};
+}
+
+// entry * exp(r), entry = TableEntry(table_lo, table_hi, t).
 template <class D, class V = hn::Vec<D>>
 HWY_INLINE V TableEntryTimesExp(D d, V table_lo, V table_hi, V t, V r) {
-  const V entry{_mm512_permutex2var_ps(table_lo.raw, _mm512_castps_si512(t.raw), table_hi.raw)};
+  const V entry = TableEntry(table_lo, table_hi, t);
   const V q = hn::MulAdd(hn::MulAdd(r, hn::Set(d, 1.0f / 6), hn::Set(d, 0.5f)), r, hn::Set(d, 1.0f));
   return hn::MulAdd(hn::Mul(entry, r), q, entry);
 }

@@ -350,7 +350,7 @@ struct DirectTableExp {
     const V c = hn::Sub(t, shift_a);  // (n + k) / 32
     if constexpr (kCoarse) {
       const V r = hn::Sub(hn::NegMulAdd(c, hn::Set(d, kLn2Float), x), delta);  // delta: coarse_delta()
-      const V entry{_mm512_permutex2var_ps(table_lo.raw, _mm512_castps_si512(t.raw), table_hi.raw)};
+      const V entry = TableEntry(table_lo, table_hi, t);
       const V half_r_plus_one = hn::MulAdd(r, hn::Set(d, 0.5f), hn::Set(d, 1.0f));
       return ScalefWhereNotBelow(hn::MulAdd(hn::Mul(entry, r), half_r_plus_one, entry), power, x, threshold);
     } else {

@@ -137,11 +137,12 @@ class ShiftedLoads {
   }
 
   // Whether Load4 may take [i, i + 4 Lanes): i is a multiple of Lanes (a backward
-  // walk's are not), and the aligned loads stay within the row.
+  // walk's are not), and its loads, aligned from base_ + i to base_ + i + 4 Lanes and
+  // unaligned up to x + i + 4 Lanes, stay within the row.
   HWY_INLINE bool covers4(D d, std::size_t i) const {
     if constexpr (!kJoins) return false;
     const std::size_t N = hn::Lanes(d);
-    return base_ != nullptr && i % N == 0 && i >= shift_ && i + 5 * N <= n_ + shift_;
+    return base_ != nullptr && i % N == 0 && i >= shift_ && i + 4 * N <= n_;
   }
 
   // The four vectors at x + i: the first and third joined, the others loaded unaligned.
