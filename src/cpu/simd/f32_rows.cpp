@@ -210,12 +210,16 @@ float RMax(const T* x, std::size_t n) {
 
 // Fetches the part [i, i + count) of `ahead` into cache (x for reading, y for
 // writing): a few lines per step of a pass, so that the requests run beside the
-// arithmetic and never fill the core's miss buffers at once.
-template <class T>
+// arithmetic and never fill the core's miss buffers at once. x goes into L1, or with
+// kIntoL2 into L2 only, for rows that stream from memory (RowsFusedPipelined): f32
+// and bf16 16384 x 4096 ran 5-12% faster so on the Intel Xeon VM with a 480 MiB L3;
+// rows of 1000 in cache, fetched so, 4% slower (docs/PERFORMANCE.md, twentieth
+// session).
+template <bool kIntoL2 = false, class T>
 HWY_INLINE void FetchAhead(const Ahead<T>& ahead, std::size_t i, std::size_t count) {
   if (ahead.x != nullptr) {
     const auto* p = reinterpret_cast<const char*>(ahead.x + i);
-    for (std::size_t b = 0; b < count * sizeof(T); b += 64) __builtin_prefetch(p + b, 0, 3);
+    for (std::size_t b = 0; b < count * sizeof(T); b += 64) __builtin_prefetch(p + b, 0, kIntoL2 ? 2 : 3);
   }
   if (ahead.y != nullptr) {
     const auto* p = reinterpret_cast<const char*>(ahead.y + i);
@@ -231,8 +235,9 @@ struct NoSide {
 // The sum of exp((x - m) / T) over [0, n) with the functor `exp_of` (WithExp),
 // forward or backward, the terms at the max counted apart with kSplitAtMax (ExpSum).
 // With kStore (the fused variant's middle pass; forward only) each exp is also stored
-// to e. `ahead` is fetched meanwhile, and `side` runs beside each step.
-template <bool kStore, bool kSplitAtMax, class T, class Exp, class Side = NoSide>
+// to e. `ahead` is fetched meanwhile (into L2 only with kFetchIntoL2: FetchAhead),
+// and `side` runs beside each step.
+template <bool kStore, bool kSplitAtMax, bool kFetchIntoL2 = false, class T, class Exp, class Side = NoSide>
 HWY_INLINE ExpSum RExp(const Exp& exp_of, const T* x, float* e, std::size_t n, bool backward,
                        const Ahead<T>& ahead, const Side& side = {}) {
   const DF d;
@@ -246,7 +251,7 @@ HWY_INLINE ExpSum RExp(const Exp& exp_of, const T* x, float* e, std::size_t n, b
   Walk<4>(
       d, n, backward,
       [&](std::size_t i) {
-        FetchAhead(ahead, i, 4 * N);
+        FetchAhead<kFetchIntoL2>(ahead, i, 4 * N);
         side(i, 4 * N);
         VF v[4];
         if (shifted.covers4(d, i)) {
@@ -615,11 +620,11 @@ std::size_t RowsInRegistersT(const T* x, std::ptrdiff_t x_row_stride, T* y, std:
 
 // The fused rows' exp pass: the exps of x to e (WithSoftmaxExp's) and their sum,
 // `side` run beside each step (RExp).
-template <class T, class Side = NoSide>
+template <bool kFetchIntoL2 = false, class T, class Side = NoSide>
 HWY_INLINE ExpSum RStoreSoftmaxExps(const T* x, float* e, std::size_t n, float m, const InverseTemperature& inv,
                                     const Ahead<T>& ahead, const Side& side = {}) {
   return WithSoftmaxExp<T, /*kMarksMax=*/false>(
-      m, inv, [&](const auto exp_of) { return RExp<true, false>(exp_of, x, e, n, false, ahead, side); });
+      m, inv, [&](const auto exp_of) { return RExp<true, false, kFetchIntoL2>(exp_of, x, e, n, false, ahead, side); });
 }
 
 // Longer rows by the fused passes: the max, one pass that stores the exps (to y for
@@ -669,7 +674,8 @@ std::size_t RowsFusedPasses(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t 
 // y lies equally far past the vector's alignment (RowsEquallyAligned): a row's whole
 // vectors start at its first aligned element, `head`, and the k-th of them goes out
 // with the k-th vector of the next row's pass; the pieces before and after them go
-// through the cache as soon as the row's sum is known.
+// through the cache as soon as the row's sum is known. Rows that stream come from
+// memory: each exp pass fetches the next row into L2 only (FetchAhead).
 template <class T>
 std::size_t RowsFusedPipelined(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows,
                                std::size_t n, const InverseTemperature& inv, float* buffer) {
@@ -719,7 +725,7 @@ std::size_t RowsFusedPipelined(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff
     }
     float* e = buffer + (r % 2) * n;
     const Ahead<T> next{prefetch && r + 1 < rows ? xr + xs : nullptr, nullptr};
-    const ExpSum sum = RStoreSoftmaxExps(xr, e, n, m, inv, next, drain);
+    const ExpSum sum = RStoreSoftmaxExps</*kFetchIntoL2=*/true>(xr, e, n, m, inv, next, drain);
     pending = {e, y + static_cast<std::ptrdiff_t>(r) * ys, static_cast<float>(1.0 / sum.below_max)};
     pieces(pending.e, pending.y, pending.scale);
   }
