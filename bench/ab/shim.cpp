@@ -3,6 +3,9 @@
 #include <smax/smax.hpp>
 #include <smax/training.hpp>
 
+#include <cstdint>
+#include <vector>
+
 namespace {
 
 // op(x, y, options) on a batch x rows x cols tensor of f32, or of bf16 where `bf16`:
@@ -41,3 +44,25 @@ SMAX_AB_ENTRY(smax_ab_log_softmax, log_softmax)
 
 SMAX_AB_BACKWARD_ENTRY(smax_ab_softmax_backward, softmax_backward)
 SMAX_AB_BACKWARD_ENTRY(smax_ab_log_softmax_backward, log_softmax_backward)
+
+// Cross-entropy (mean over class-index targets, the class axis last) of rows x cols
+// logits x, its gradient to grad: the forward entry's signature (batch, axis unused).
+extern "C" __attribute__((visibility("default"))) void smax_ab_cross_entropy(int bf16, const void* x, void* grad,
+                                                                             long batch, long rows, long cols,
+                                                                             int threads, int /*axis*/) {
+  const smax::DType dtype = bf16 != 0 ? smax::DType::bf16 : smax::DType::f32;
+  const long n = batch * rows;
+  static std::vector<std::int64_t> targets;
+  if (static_cast<long>(targets.size()) != n) {
+    targets.resize(static_cast<std::size_t>(n));
+    for (long i = 0; i < n; ++i) targets[static_cast<std::size_t>(i)] = i * 7919 % cols;
+  }
+  unsigned char loss[8];
+  smax::CrossEntropyOptions o;
+  o.axis = -1;
+  o.threads = threads;
+  smax::CrossEntropyOutputs out;
+  out.grad = smax::MutableTensorView(grad, dtype, {n, cols});
+  smax::cross_entropy(smax::TensorView(x, dtype, {n, cols}), smax::IndexView(targets.data(), {n}),
+                      smax::MutableTensorView(loss, dtype, {}), o, out);
+}
