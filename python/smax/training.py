@@ -44,7 +44,8 @@ def log_softmax_backward(log_y, dy, axis: int = -1, *, temperature: float = 1.0,
 
 def cross_entropy(input, target, weight=None, ignore_index: Optional[int] = -100, reduction: Reduction = "mean",
                   label_smoothing: float = 0.0, *, axis: int = 1, grad: Union[bool, Any] = False,
-                  log_prob: Union[bool, Any] = False, out: Optional[Any] = None, threads: Optional[int] = None):
+                  log_prob: Union[bool, Any] = False, out: Optional[Any] = None, threads: Optional[int] = None,
+                  stores: str = "auto"):
     """``torch.nn.functional.cross_entropy``, with its gradient in the same call.
 
     Args:
@@ -64,6 +65,10 @@ def cross_entropy(input, target, weight=None, ignore_index: Optional[int] = -100
         log_prob: ``True`` (or an array) to also return ``log_softmax(input)`` along
             the class axis.
         out: an array for the loss.
+        threads: threads to use (``None``: all cores).
+        stores: how the gradient is written: ``"cached"``, ``"streaming"`` (around the
+            cache) or ``"auto"`` (streams where the logits and the gradient exceed a
+            quarter of the last-level cache); never changes a bit of it.
 
     Returns:
         the loss, or ``(loss, grad)``, ``(loss, log_prob)`` or ``(loss, grad, log_prob)``
@@ -101,7 +106,8 @@ def cross_entropy(input, target, weight=None, ignore_index: Optional[int] = -100
     grad_arg, grad_bits, _ = output(grad, logits.shape)
     lp_arg, lp_bits, _ = output(log_prob, logits.shape)
     _smax.cross_entropy(logits.arg, target_arg, loss_arg, weight_arg, grad_arg, lp_arg, axis, str(reduction),
-                        ignore_index if index_targets else None, float(label_smoothing), threads, logits.bf16_bits,
+                        ignore_index if index_targets else None, float(label_smoothing), threads, str(stores),
+                        logits.bf16_bits,
                         target_bits, weight_bits, loss_bits, grad_bits, lp_bits)
     results = [logits.finish(value) if fresh else value for value, fresh in outputs]
     return results[0] if len(results) == 1 else tuple(results)

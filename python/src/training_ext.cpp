@@ -73,9 +73,14 @@ void backward(const std::string& op, const InputArray& y, const InputArray& dy, 
 void cross_entropy(const InputArray& logits, const InputArray& target, const OutputArray& loss,
                    std::optional<InputArray> weight, std::optional<OutputArray> grad,
                    std::optional<OutputArray> log_prob, int axis, const std::string& reduction,
-                   std::optional<std::int64_t> ignore_index, double label_smoothing, int threads, bool logits_bits,
-                   bool target_bits, bool weight_bits, bool loss_bits, bool grad_bits, bool log_prob_bits) {
+                   std::optional<std::int64_t> ignore_index, double label_smoothing, int threads,
+                   const std::string& stores, bool logits_bits, bool target_bits, bool weight_bits, bool loss_bits,
+                   bool grad_bits, bool log_prob_bits) {
   const std::string op = "cross_entropy";
+  const auto parsed_stores = smax::parse_stores(stores);
+  if (!parsed_stores) {
+    throw smax::Error(smax::Errc::option, op + ": unknown stores '" + stores + "'; use auto, cached or streaming");
+  }
   const Floats lf(op, "input", logits, logits_bits), outf(op, "loss", loss, loss_bits);
   smax::CrossEntropyOptions options;
   options.axis = axis;
@@ -85,6 +90,7 @@ void cross_entropy(const InputArray& logits, const InputArray& target, const Out
   options.ignore_index = ignore_index;
   options.label_smoothing = label_smoothing;
   options.threads = threads;
+  options.stores = *parsed_stores;
   std::optional<Floats> wf, gf, lpf;
   if (weight) {
     wf.emplace(op, "weight", *weight, weight_bits);
@@ -124,6 +130,6 @@ void register_training(nb::module_& m) {
         "temperature"_a, "threads"_a, "stores"_a, "y_bf16_bits"_a, "dy_bf16_bits"_a, "out_bf16_bits"_a);
   m.def("cross_entropy", &cross_entropy, "logits"_a.noconvert(), "target"_a.noconvert(), "loss"_a.noconvert(),
         "weight"_a.noconvert().none(), "grad"_a.noconvert().none(), "log_prob"_a.noconvert().none(), "axis"_a,
-        "reduction"_a, "ignore_index"_a.none(), "label_smoothing"_a, "threads"_a, "logits_bf16_bits"_a,
+        "reduction"_a, "ignore_index"_a.none(), "label_smoothing"_a, "threads"_a, "stores"_a, "logits_bf16_bits"_a,
         "target_bf16_bits"_a, "weight_bf16_bits"_a, "loss_bf16_bits"_a, "grad_bf16_bits"_a, "log_prob_bf16_bits"_a);
 }

@@ -125,6 +125,22 @@ def test_cross_entropy_in_place_int32_last_axis_and_errors(rng):
     assert smax.cross_entropy(x, ignored, axis=-1, reduction="sum") == 0
 
 
+@pytest.mark.parametrize("dtype_name", ["float32", "float16", "bfloat16"])
+def test_cross_entropy_streaming_stores_write_the_cached_bits(rng, dtype_name):
+    dtype = BFLOAT16 if dtype_name == "bfloat16" else np.dtype(dtype_name)
+    if dtype is None:
+        pytest.skip("bfloat16 needs ml_dtypes")
+    x = rng.normal(scale=3, size=(6, 1000)).astype(dtype)
+    t = rng.integers(0, 1000, size=6)
+    cached = smax.cross_entropy(x, t, axis=-1, grad=True, stores="cached")
+    streamed = smax.cross_entropy(x, t, axis=-1, grad=True, stores="streaming")
+    for a, b in zip(streamed, cached):
+        bits = lambda v: np.asarray(v).reshape(-1).view(np.uint8)  # noqa: E731
+        np.testing.assert_array_equal(bits(a), bits(b))
+    with pytest.raises(ValueError, match="cross_entropy: unknown stores 'around'"):
+        smax.cross_entropy(x, t, axis=-1, stores="around")
+
+
 @pytest.fixture
 def torch_module():
     return pytest.importorskip("torch")

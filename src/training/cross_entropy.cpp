@@ -20,6 +20,7 @@
 #include <vector>
 
 #include <hwy/aligned_allocator.h>
+#include <hwy/cache_control.h>
 
 #include "core/format.hpp"
 #include "core/stats.hpp"
@@ -68,6 +69,7 @@ struct Request {
 
   double weight_total = 0;  // the mean's divisor
   int threads = 1;
+  bool stream = false;  // the gradient's whole vectors around the cache (stored exps' rows)
 };
 
 // Integer targets stand in as a TensorView of the same element size for the byte
@@ -104,6 +106,17 @@ void store_as(DType dtype, std::byte* base, std::int64_t offset, double v) {
     case DType::f16: reinterpret_cast<half*>(base)[offset] = to_half(static_cast<float>(v)); return;
     case DType::bf16: reinterpret_cast<bfloat16*>(base)[offset] = to_bfloat16(static_cast<float>(v)); return;
   }
+}
+
+// CrossEntropyOptions::stores: automatic streams where the logits and the gradient
+// together exceed detail::kBackwardStreamingLlcDivisor's share of the L3, as the
+// backward passes' dx. A gradient in place over the logits never streams: its lines
+// are in cache already, read by the same pass.
+bool streams_grad(Stores stores, const Request& r) {
+  if (r.grad == nullptr || r.grad == r.logits) return false;
+  if (stores != Stores::automatic) return stores == Stores::streaming;
+  const std::int64_t moved = 2 * r.fold.rows * r.classes * static_cast<std::int64_t>(size_of(r.dtype));
+  return machine().l3_bytes > 0 && moved > machine().l3_bytes / detail::kBackwardStreamingLlcDivisor;
 }
 
 // Everything but the tensors' values: dtypes, shapes, axis, options, null data,
@@ -227,6 +240,7 @@ Request validate(const Checker& check, const TensorView& logits, const TensorVie
   }
   r.fold = training::fold_rows(batch, strides);
   r.threads = training::thread_count(o.threads, r.fold.rows, classes);
+  r.stream = streams_grad(o.stores, r);
   return r;
 }
 
@@ -507,7 +521,8 @@ class RowKernel {
 
   // Whether rows compute each exp once (training/simd/gradient_rows.hpp): the first
   // pass keeps exp(x - m_b) per block (in the gradient itself for f32 logits that it
-  // does not replace, in the thread's scratch otherwise) and the second scales them,
+  // does not replace and that does not stream, in the thread's scratch otherwise: a
+  // streamed gradient is written once, around the cache) and the second scales them,
   // instead of computing them again. For vectorised rows with a gradient, where the
   // logits, the exps and the gradient (and the next row's logits, prefetched) fit in
   // L2, or where the whole call's logits and gradient stay in the cache between the
@@ -533,7 +548,7 @@ class RowKernel {
     const double x_t = load(t, s);  // before an in-place gradient overwrites it
     float* exps = nullptr;
     if constexpr (std::is_same_v<T, float>) {
-      if (grad != x) exps = grad;
+      if (grad != x && !r_.stream) exps = grad;  // a streamed gradient keeps them in cache
     }
     if (exps == nullptr) exps = scratch.exps.reserve(length);
     constexpr std::size_t kBlock = training::simd::kExpBlock;
@@ -583,13 +598,15 @@ class RowKernel {
         training::simd::NextRow next;
         if (next_x != nullptr) next = {next_x + begin, nullptr, count * sizeof(T)};
         spread_offsets += training::simd::cross_entropy_block_from_exps(
-            x + begin, exps + begin, grad + begin, block_weight, count, scratch.block_max[b], row, spread != 0, next);
+            x + begin, exps + begin, grad + begin, block_weight, count, scratch.block_max[b], row, spread != 0, next,
+            r_.stream);
       } else {
         // Every logit of the block is -inf (the row is finite): nothing was stored.
         spread_offsets +=
             training::simd::cross_entropy_row(x + begin, grad + begin, block_weight, count, row, spread != 0);
       }
     }
+    if (r_.stream) hwy::FlushStream();  // the blocks' streaming stores, before the target's own
     if (log_prob_in_place) write_log_prob(s, stats.m, log_d);
     return finish_vectorised(s, t, x_t, target_weight, stats.m, terms, log_d, spread_offsets);
   }

@@ -68,7 +68,8 @@ TEST_F(CliTraining, CrossEntropyFilesHoldTheLibrarysResults) {
       const RunResult run = run_cli({"cross-entropy", (dir / "logits.npy").string(), (dir / "t.npy").string(),
                                      (dir / "loss.npy").string(), "--weights", (dir / "w.npy").string(),
                                      "--ignore-index", "-100", "--reduction", reduction, "--label-smoothing=0.1",
-                                     "--grad", (dir / "g.npy").string(), "--log-prob", (dir / "lp.npy").string()});
+                                     "--grad", (dir / "g.npy").string(), "--log-prob", (dir / "lp.npy").string(),
+                                     "--stores", "streaming"});
       ASSERT_EQ(run.exit_code, 0) << run.err;
       EXPECT_EQ(run.err, "");
 
@@ -151,6 +152,9 @@ TEST_F(CliTraining, FailuresExitWithTheirStatusAndWriteNothing) {
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_NE(run.err.find("axis 2"), std::string::npos) << run.err;
   run = run_cli({"softmax-backward", l, l, out, "--stores", "around"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("--stores around"), std::string::npos) << run.err;
+  run = run_cli({"cross-entropy", l, t, out, "--stores", "around"});
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_NE(run.err.find("--stores around"), std::string::npos) << run.err;
   EXPECT_EQ(dir.list(), (std::vector<std::string>{"logits.npy", "t.npy"}));

@@ -397,7 +397,8 @@ TEST_F(CrossEntropy, EdgeShapes) {
 // gradient pass (training/simd/gradient_rows.hpp): every Highway target this machine
 // supports, lengths around every vector width, smoothing (f32) and weights, logits
 // spread so wide that some exps leave float's normal range (done in double), -inf
-// logits, and the gradient in place over the logits (same bits).
+// logits, the gradient in place over the logits, and the gradient streamed
+// (CrossEntropyOptions::stores): the same bits.
 TEST_F(CrossEntropy, VectorisedRowsOnEveryTargetMeetTheBar) {
   constexpr std::int64_t kLengths[] = {1, 2, 3, 7, 15, 16, 17, 33, 65, 129, 1000, 4097};
   constexpr Reduction kReductions[] = {Reduction::none, Reduction::sum, Reduction::mean};
@@ -441,6 +442,18 @@ TEST_F(CrossEntropy, VectorisedRowsOnEveryTargetMeetTheBar) {
               ASSERT_EQ(static_cast<double>(in_place.at(i)), static_cast<double>(out.grad.at(i))) << i;
             }
             EXPECT_EQ(loss.bytes(), out.loss.bytes());
+            Outputs streamed = make_outputs(c);
+            CrossEntropyOptions streaming = options_of(c, p);
+            streaming.stores = Stores::streaming;
+            CrossEntropyOutputs streamed_grad;
+            streamed_grad.grad = streamed.grad.mutable_view();
+            cross_entropy(p.logits.view(), p.indices->view(), streamed.loss.mutable_view(), streaming, streamed_grad);
+            for (std::int64_t i = 0; i < out.grad.numel(); ++i) {
+              ASSERT_EQ(static_cast<double>(streamed.grad.at(i)), static_cast<double>(out.grad.at(i))) << i;
+            }
+            ASSERT_EQ(streamed.grad.bytes(), out.grad.bytes());
+            EXPECT_TRUE(streamed.grad.untouched_outside_view());
+            EXPECT_EQ(streamed.loss.bytes(), out.loss.bytes());
           }
         }
       }

@@ -18,14 +18,15 @@ namespace {
 
 constexpr std::array<OptionSpec, 4> kBackwardOptions{
     {{"axis", true}, {"temperature", true}, {"threads", true}, {"stores", true}}};
-constexpr std::array<OptionSpec, 8> kCrossEntropyOptions{{{"weights", true},
+constexpr std::array<OptionSpec, 9> kCrossEntropyOptions{{{"weights", true},
                                                           {"ignore-index", true},
                                                           {"reduction", true},
                                                           {"label-smoothing", true},
                                                           {"axis", true},
                                                           {"grad", true},
                                                           {"log-prob", true},
-                                                          {"threads", true}}};
+                                                          {"threads", true},
+                                                          {"stores", true}}};
 
 constexpr std::string_view kCrossEntropyHelp =
     R"(Usage: smax cross-entropy LOGITS.npy TARGETS.npy OUT.npy [options]
@@ -50,6 +51,10 @@ Options:
                         logits (the logits' shape)
   --log-prob LP.npy     also write the log-softmax of the logits along the class axis
   --threads N           threads to use; 0 means all cores (default 0)
+  --stores MODE         auto, cached or streaming: how GRAD is written, through
+                        the cache or around it; auto streams where the logits and
+                        the gradient exceed a quarter of the last-level cache
+                        (default auto)
   -h, --help            show this text
 
 A target outside [0, C) that is not the ignore index is an error naming its
@@ -149,6 +154,7 @@ int run_cross_entropy(const std::string& command, std::span<const std::string> a
     options.label_smoothing = parse_number(command, "label-smoothing", *text);
   }
   if (auto text = arguments.value("threads")) options.threads = parse_int(command, "threads", *text);
+  if (auto text = arguments.value("stores")) options.stores = stores_choice(command, *text);
 
   const std::string& logits_path = arguments.positional[0];
   const std::string& targets_path = arguments.positional[1];

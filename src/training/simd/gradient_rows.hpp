@@ -114,13 +114,19 @@ BlockExpSum store_exps(const bfloat16* x, float* e, std::size_t n, float block_m
 // The second pass over one such block: grad[c] = (S * e[c] * exp(m_b - m) / d - a_c) *
 // scale, the rest as cross_entropy_row (x is read for the offsets, the weights, and
 // the elements whose e is 0 but whose x is not -inf, which are redone in double). e
-// may be grad itself when T is float; `next` is a hint as for the backward passes.
+// may be grad itself when T is float (not with `stream`); `next` is a hint as for the
+// backward passes. With `stream`, whole vectors of grad at aligned addresses go out
+// with streaming stores, unfenced: the caller fences (hwy::FlushStream) once its row
+// is done, before anything reads grad (a fence a block cost more than the streaming
+// saved).
 double cross_entropy_block_from_exps(const float* x, const float* e, float* grad, const float* weight, std::size_t n,
-                                     float block_max, const CrossEntropyRow& row, bool want_offsets, NextRow next = {});
+                                     float block_max, const CrossEntropyRow& row, bool want_offsets, NextRow next = {},
+                                     bool stream = false);
 double cross_entropy_block_from_exps(const half* x, const float* e, half* grad, const half* weight, std::size_t n,
-                                     float block_max, const CrossEntropyRow& row, bool want_offsets, NextRow next = {});
+                                     float block_max, const CrossEntropyRow& row, bool want_offsets, NextRow next = {},
+                                     bool stream = false);
 double cross_entropy_block_from_exps(const bfloat16* x, const float* e, bfloat16* grad, const bfloat16* weight,
                                      std::size_t n, float block_max, const CrossEntropyRow& row, bool want_offsets,
-                                     NextRow next = {});
+                                     NextRow next = {}, bool stream = false);
 
 }  // namespace smax::training::simd
