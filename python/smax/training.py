@@ -107,8 +107,7 @@ def cross_entropy(input, target, weight=None, ignore_index: Optional[int] = -100
     lp_arg, lp_bits, _ = output(log_prob, logits.shape)
     _smax.cross_entropy(logits.arg, target_arg, loss_arg, weight_arg, grad_arg, lp_arg, axis, str(reduction),
                         ignore_index if index_targets else None, float(label_smoothing), threads, str(stores),
-                        logits.bf16_bits,
-                        target_bits, weight_bits, loss_bits, grad_bits, lp_bits)
+                        logits.bf16_bits, target_bits, weight_bits, loss_bits, grad_bits, lp_bits)
     results = [logits.finish(value) if fresh else value for value, fresh in outputs]
     return results[0] if len(results) == 1 else tuple(results)
 

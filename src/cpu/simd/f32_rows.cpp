@@ -211,10 +211,10 @@ float RMax(const T* x, std::size_t n) {
 // Fetches the part [i, i + count) of `ahead` into cache (x for reading, y for
 // writing): a few lines per step of a pass, so that the requests run beside the
 // arithmetic and never fill the core's miss buffers at once. x goes into L1, or with
-// kIntoL2 into L2 only, for rows that stream from memory (RowsFusedPipelined): f32
-// and bf16 16384 x 4096 ran 5-12% faster so on the Intel Xeon VM with a 480 MiB L3;
-// rows of 1000 in cache, fetched so, 4% slower (docs/PERFORMANCE.md, twentieth
-// session).
+// kIntoL2 into L2 only, for rows that stream from memory (RowsFusedPipelined,
+// MapStreaming): f32 and bf16 16384 x 4096 on two threads ran 8-12% faster so on the
+// Intel Xeon VM with a 480 MiB L3; rows of 1000 in cache, fetched so, 4% slower
+// (docs/PERFORMANCE.md, twenty-first session).
 template <bool kIntoL2 = false, class T>
 HWY_INLINE void FetchAhead(const Ahead<T>& ahead, std::size_t i, std::size_t count) {
   if (ahead.x != nullptr) {
