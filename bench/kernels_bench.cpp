@@ -1,6 +1,7 @@
 // Every vectorised row kernel of src/cpu/simd/ on every Highway target this machine
-// supports, one thread, cache-resident rows, beside a memcpy of the same bytes; and
-// the column-panel kernels (softmax down a non-last axis), three-pass and online.
+// supports, one thread, cache-resident rows, beside a memcpy of the same bytes; the
+// column-panel kernels (softmax down a non-last axis), three-pass and online; and the
+// training ops' row kernels (src/training/simd/: backward passes, cross-entropy's).
 // Names read kernel/storage/target/n, e.g. f32_rstore_exp_minus_max/bf16/AVX3/16384,
 // or kernel/storage/target/LENGTHxWIDTH for panels (f32_columns_online/f32/AVX3/2048x64).
 // bytes_per_second counts what the kernel reads and writes once.
@@ -9,6 +10,7 @@
 #include <benchmark/benchmark.h>
 #include <hwy/targets.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
@@ -17,6 +19,7 @@
 #include "cpu/simd/f32_columns.hpp"
 #include "cpu/simd/f32_rows.hpp"
 #include "smax/dtype.hpp"
+#include "training/simd/gradient_rows.hpp"
 
 namespace {
 
@@ -137,6 +140,85 @@ void register_columns(std::int64_t target, std::size_t length, std::size_t width
   }
 }
 
+// The training ops' row kernels over one row of n (training/simd/gradient_rows.hpp):
+// each backward pass, and cross-entropy's passes (its first pass and the gradient
+// from the stored exps over one block, at most kExpBlock long; the gradient that
+// computes its exps, over the row). Inputs as a softmax's: y = exp(x - 30) (below 1),
+// log_y = x - 30, dy normal(0, 3).
+template <class T>
+void register_training_kernels(std::int64_t target, std::size_t n) {
+  namespace tsimd = smax::training::simd;
+  const std::string suffix = std::string("/") + storage_name<T>() + "/" + hwy::TargetName(target) + "/" +
+                             std::to_string(n);
+  const auto row_bytes = static_cast<std::int64_t>(n * sizeof(T));
+  const auto float_bytes = static_cast<std::int64_t>(n * sizeof(float));
+  constexpr float kMax = 30.0f;  // above every normal(0, 3) sample of these rows
+  auto add = [&](const std::string& name, auto body) {
+    benchmark::RegisterBenchmark((name + suffix).c_str(), body);
+  };
+  const auto shifted = [n](float by, bool exp) {
+    const std::vector<float> x = random_row<float>(n);
+    std::vector<T> out(n);
+    for (std::size_t i = 0; i < n; ++i) out[i] = from_float<T>(exp ? std::exp(x[i] - by) : x[i] - by);
+    return out;
+  };
+  add("sum_of_products", [=](benchmark::State& state) {
+    const auto y = shifted(kMax, true);
+    const auto dy = random_row<T>(n);
+    double sink = 0;
+    run_on(state, target, 2 * row_bytes, [&] { sink += tsimd::sum_of_products(y.data(), dy.data(), n).hi; });
+    benchmark::DoNotOptimize(sink);
+  });
+  add("softmax_backward_write", [=](benchmark::State& state) {
+    const auto y = shifted(kMax, true);
+    const auto dy = random_row<T>(n);
+    std::vector<T> dx(n);
+    run_on(state, target, 3 * row_bytes,
+           [&] { tsimd::softmax_backward_write(y.data(), dy.data(), dx.data(), n, {0.25, 0.0}, 1.0); });
+  });
+  add("sum_of", [=](benchmark::State& state) {
+    const auto dy = random_row<T>(n);
+    double sink = 0;
+    run_on(state, target, row_bytes, [&] { sink += tsimd::sum_of(dy.data(), n).hi; });
+    benchmark::DoNotOptimize(sink);
+  });
+  add("log_softmax_backward_write", [=](benchmark::State& state) {
+    const auto log_y = shifted(kMax, false);
+    const auto dy = random_row<T>(n);
+    std::vector<T> dx(n);
+    run_on(state, target, 3 * row_bytes,
+           [&] { tsimd::log_softmax_backward_write(log_y.data(), dy.data(), dx.data(), n, 0.25, 1.0); });
+  });
+  tsimd::CrossEntropyRow row;
+  row.m = kMax;
+  row.coefficient_sum = 1.0;
+  row.inv_d = 0.5;
+  add("cross_entropy_row", [=](benchmark::State& state) {
+    const auto x = random_row<T>(n);
+    std::vector<T> grad(n);
+    run_on(state, target, 2 * row_bytes,
+           [&] { tsimd::cross_entropy_row(x.data(), grad.data(), nullptr, n, row, false); });
+  });
+  if (n > tsimd::kExpBlock) return;
+  add("store_exps", [=](benchmark::State& state) {
+    const auto x = random_row<T>(n);
+    std::vector<float> e(n);
+    double sink = 0;
+    run_on(state, target, row_bytes + float_bytes,
+           [&] { sink += tsimd::store_exps(x.data(), e.data(), n, kMax).below_max; });
+    benchmark::DoNotOptimize(sink);
+  });
+  add("cross_entropy_block_from_exps", [=](benchmark::State& state) {
+    const auto x = random_row<T>(n);
+    std::vector<float> e(n);
+    tsimd::store_exps(x.data(), e.data(), n, kMax);
+    std::vector<T> grad(n);
+    run_on(state, target, float_bytes + row_bytes, [&] {
+      tsimd::cross_entropy_block_from_exps(x.data(), e.data(), grad.data(), nullptr, n, kMax, row, false);
+    });
+  });
+}
+
 void register_all() {
   for (std::size_t n : {std::size_t{1024}, std::size_t{16384}, std::size_t{1} << 18}) {
     benchmark::RegisterBenchmark(("memcpy/f32/" + std::to_string(n)).c_str(), [n](benchmark::State& state) {
@@ -157,6 +239,13 @@ void register_all() {
   for (std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
     register_columns<float>(target, 2048, 64);
     register_columns<bfloat16>(target, 2048, 64);
+  }
+  for (std::size_t n : {std::size_t{2048}, std::size_t{32000}}) {
+    for (std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
+      register_training_kernels<float>(target, n);
+      register_training_kernels<half>(target, n);
+      register_training_kernels<bfloat16>(target, n);
+    }
   }
 }
 
