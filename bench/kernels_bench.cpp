@@ -162,33 +162,27 @@ void register_training_kernels(std::int64_t target, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) out[i] = from_float<T>(exp ? std::exp(x[i] - by) : x[i] - by);
     return out;
   };
-  add("sum_of_products", [=](benchmark::State& state) {
-    const auto y = shifted(kMax, true);
-    const auto dy = random_row<T>(n);
-    double sink = 0;
-    run_on(state, target, 2 * row_bytes, [&] { sink += tsimd::sum_of_products(y.data(), dy.data(), n).hi; });
-    benchmark::DoNotOptimize(sink);
-  });
-  add("softmax_backward_write", [=](benchmark::State& state) {
-    const auto y = shifted(kMax, true);
-    const auto dy = random_row<T>(n);
-    std::vector<T> dx(n);
-    run_on(state, target, 3 * row_bytes,
-           [&] { tsimd::softmax_backward_write(y.data(), dy.data(), dx.data(), n, {0.25, 0.0}, 1.0); });
-  });
-  add("sum_of", [=](benchmark::State& state) {
-    const auto dy = random_row<T>(n);
-    double sink = 0;
-    run_on(state, target, row_bytes, [&] { sink += tsimd::sum_of(dy.data(), n).hi; });
-    benchmark::DoNotOptimize(sink);
-  });
-  add("log_softmax_backward_write", [=](benchmark::State& state) {
-    const auto log_y = shifted(kMax, false);
-    const auto dy = random_row<T>(n);
-    std::vector<T> dx(n);
-    run_on(state, target, 3 * row_bytes,
-           [&] { tsimd::log_softmax_backward_write(log_y.data(), dy.data(), dx.data(), n, 0.25, 1.0); });
-  });
+  // Each backward op's reduction pass, then its write pass (y, or log_y with `log`).
+  for (const bool log : {false, true}) {
+    add(log ? "sum_of" : "sum_of_products", [=](benchmark::State& state) {
+      const auto y = shifted(kMax, !log);
+      const auto dy = random_row<T>(n);
+      double sink = 0;
+      run_on(state, target, (log ? 1 : 2) * row_bytes, [&] {
+        sink += (log ? tsimd::sum_of(dy.data(), n) : tsimd::sum_of_products(y.data(), dy.data(), n)).hi;
+      });
+      benchmark::DoNotOptimize(sink);
+    });
+    add(log ? "log_softmax_backward_write" : "softmax_backward_write", [=](benchmark::State& state) {
+      const auto y = shifted(kMax, !log);
+      const auto dy = random_row<T>(n);
+      std::vector<T> dx(n);
+      run_on(state, target, 3 * row_bytes, [&] {
+        if (log) tsimd::log_softmax_backward_write(y.data(), dy.data(), dx.data(), n, 0.25, 1.0);
+        else tsimd::softmax_backward_write(y.data(), dy.data(), dx.data(), n, {0.25, 0.0}, 1.0);
+      });
+    });
+  }
   tsimd::CrossEntropyRow row;
   row.m = kMax;
   row.coefficient_sum = 1.0;

@@ -63,11 +63,20 @@ inline std::int64_t streaming_threshold_bytes(const MachineInfo& m) {
 }
 
 // BackwardOptions::stores = automatic streams dx where y, dy and dx together exceed
-// this share of the last-level cache. The backward passes keep the forward ops' old
-// rule: on the Zen 5 VM, softmax_backward of 8 x 128256 f32 (11 MiB moved) took 400
-// and 318 us a call on one and two threads with dx streamed, 428 and 339 with dx
-// cached (blocks of back-to-back calls on rotating buffers, alternating).
+// this share of the last-level cache, and CrossEntropyOptions::stores the gradient
+// where the logits and it do. The training ops keep the forward ops' old rule: on the
+// Zen 5 VM, softmax_backward of 8 x 128256 f32 (11 MiB moved) took 400 and 318 us a
+// call on one and two threads with dx streamed, 428 and 339 with dx cached (blocks of
+// back-to-back calls on rotating buffers, alternating).
 inline constexpr std::int64_t kBackwardStreamingLlcDivisor = 4;
+
+// Whether a training op's output streams under Stores: as asked, or under automatic
+// where the call's tensors (`moved` bytes) exceed kBackwardStreamingLlcDivisor's
+// share of the L3.
+inline bool training_output_streams(Stores stores, std::int64_t moved, const MachineInfo& m) {
+  if (stores != Stores::automatic) return stores == Stores::streaming;
+  return m.l3_bytes > 0 && moved > m.l3_bytes / kBackwardStreamingLlcDivisor;
+}
 
 // Under Algorithm::automatic, an f32 softmax call that moves at most this share of the
 // last-level cache stays in cache between the passes of fused over chunks

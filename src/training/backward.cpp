@@ -60,9 +60,7 @@ struct Request {
 // BackwardOptions::stores: automatic streams by the bytes the call moves (two reads
 // and a write), beyond detail::kBackwardStreamingLlcDivisor's share of the L3.
 bool streams_dx(Stores stores, DType dtype, std::int64_t elements) {
-  if (stores != Stores::automatic) return stores == Stores::streaming;
-  const std::int64_t moved = 3 * elements * static_cast<std::int64_t>(size_of(dtype));
-  return machine().l3_bytes > 0 && moved > machine().l3_bytes / detail::kBackwardStreamingLlcDivisor;
+  return detail::training_output_streams(stores, 3 * elements * static_cast<std::int64_t>(size_of(dtype)), machine());
 }
 
 Request validate(Kind kind, const TensorView& y, const TensorView& dy, const MutableTensorView& dx,

@@ -108,15 +108,13 @@ void store_as(DType dtype, std::byte* base, std::int64_t offset, double v) {
   }
 }
 
-// CrossEntropyOptions::stores: automatic streams where the logits and the gradient
-// together exceed detail::kBackwardStreamingLlcDivisor's share of the L3, as the
-// backward passes' dx. A gradient in place over the logits never streams: its lines
-// are in cache already, read by the same pass.
+// CrossEntropyOptions::stores, by the backward passes' rule over the logits and the
+// gradient. A gradient in place over the logits never streams: its lines are in
+// cache already, read by the same pass.
 bool streams_grad(Stores stores, const Request& r) {
   if (r.grad == nullptr || r.grad == r.logits) return false;
-  if (stores != Stores::automatic) return stores == Stores::streaming;
   const std::int64_t moved = 2 * r.fold.rows * r.classes * static_cast<std::int64_t>(size_of(r.dtype));
-  return machine().l3_bytes > 0 && moved > machine().l3_bytes / detail::kBackwardStreamingLlcDivisor;
+  return detail::training_output_streams(stores, moved, machine());
 }
 
 // Everything but the tensors' values: dtypes, shapes, axis, options, null data,

@@ -448,9 +448,6 @@ TEST_F(CrossEntropy, VectorisedRowsOnEveryTargetMeetTheBar) {
             CrossEntropyOutputs streamed_grad;
             streamed_grad.grad = streamed.grad.mutable_view();
             cross_entropy(p.logits.view(), p.indices->view(), streamed.loss.mutable_view(), streaming, streamed_grad);
-            for (std::int64_t i = 0; i < out.grad.numel(); ++i) {
-              ASSERT_EQ(static_cast<double>(streamed.grad.at(i)), static_cast<double>(out.grad.at(i))) << i;
-            }
             ASSERT_EQ(streamed.grad.bytes(), out.grad.bytes());
             EXPECT_TRUE(streamed.grad.untouched_outside_view());
             EXPECT_EQ(streamed.loss.bytes(), out.loss.bytes());

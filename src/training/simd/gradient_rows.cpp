@@ -916,9 +916,8 @@ BlockExpSum StoreExps(const T* x, float* e, std::size_t n, float block_max) {
 // vectors of grad streamed with kStream. A loop of each kind: one choosing per vector
 // ran rows in cache 2-8% slower.
 template <bool kStream, class T>
-double CrossEntropyBlockFromExpsT(const T* x, const float* e, T* grad, const T* weight, std::size_t n,
-                                  float block_max, const CrossEntropyRow& row, bool want_offsets,
-                                  const NextRow& next) {
+double BlockGradientFromExps(const T* x, const float* e, T* grad, const T* weight, std::size_t n,
+                             float block_max, const CrossEntropyRow& row, bool want_offsets, const NextRow& next) {
   const DF df;
   const DW dw;
   const std::size_t N = hn::Lanes(df);
@@ -965,8 +964,8 @@ double CrossEntropyBlockFromExpsT(const T* x, const float* e, T* grad, const T* 
                                   float block_max, const CrossEntropyRow& row, bool want_offsets,
                                   const NextRow& next, bool stream) {
   return Streams(stream, grad)
-             ? CrossEntropyBlockFromExpsT<true>(x, e, grad, weight, n, block_max, row, want_offsets, next)
-             : CrossEntropyBlockFromExpsT<false>(x, e, grad, weight, n, block_max, row, want_offsets, next);
+             ? BlockGradientFromExps<true>(x, e, grad, weight, n, block_max, row, want_offsets, next)
+             : BlockGradientFromExps<false>(x, e, grad, weight, n, block_max, row, want_offsets, next);
 }
 
 // Plain names per storage type, for HWY_EXPORT.
