@@ -292,11 +292,11 @@ HWY_INLINE ExpSum RExp(const Exp& exp_of, const T* x, float* e, std::size_t n, b
 // The sum of WithSoftmaxExp's exps (bf16 rows whose max folds: 2^64 times too large,
 // never subnormal, so no gradual steps, and terms below float's normal range keep
 // every bit), scaled back in double, exactly. `side` runs beside each step (RExp).
-template <bool kCountAtMax, class T, class Side>
+template <bool kCountAtMax, bool kFetchIntoL2, class T, class Side>
 ExpSum RSumExpT(const T* x, std::size_t n, float m, const InverseTemperature& inv, bool backward,
                 const Ahead<T>& ahead, const Side& side) {
   ExpSum sum = WithSoftmaxExp<T, kCountAtMax>(m, inv, [&](const auto exp_of) {
-    ExpSum s = RExp<false, kCountAtMax>(exp_of, x, nullptr, n, backward, ahead, side);
+    ExpSum s = RExp<false, kCountAtMax, kFetchIntoL2>(exp_of, x, nullptr, n, backward, ahead, side);
     if constexpr (kCountAtMax) s.below_max *= exp_of.below_max_correction;  // softmax scales its exps as they are
     return s;
   });
@@ -304,11 +304,11 @@ ExpSum RSumExpT(const T* x, std::size_t n, float m, const InverseTemperature& in
   return sum;
 }
 
-template <class T, class Side = NoSide>
+template <bool kFetchIntoL2 = false, class T, class Side = NoSide>
 ExpSum RSumExp(const T* x, std::size_t n, float m, const InverseTemperature& inv, bool count_at_max, bool backward,
                const Ahead<T>& ahead, const Side& side = {}) {
-  return count_at_max ? RSumExpT<true>(x, n, m, inv, backward, ahead, side)
-                      : RSumExpT<false>(x, n, m, inv, backward, ahead, side);
+  return count_at_max ? RSumExpT<true, kFetchIntoL2>(x, n, m, inv, backward, ahead, side)
+                      : RSumExpT<false, kFetchIntoL2>(x, n, m, inv, backward, ahead, side);
 }
 
 // Only softmax stores exps, and its d needs no exact d - 1. bf16 rows store them 2^64
@@ -352,7 +352,9 @@ GuessedExpSum ExpsFromGuess(const T* x, float* e, std::size_t n, const InverseTe
   if constexpr (kStore) {
     r.sum = RStoreExp(x, e, n, g, inv, ahead, beside);
   } else {
-    r.sum = RSumExp(x, n, g, inv, false, false, ahead, beside);
+    // The sum alone serves split rows run online, rows too long for the cache: `ahead`
+    // comes from memory, into L2 only (FetchAhead).
+    r.sum = RSumExp</*kFetchIntoL2=*/true>(x, n, g, inv, false, false, ahead, beside);
   }
   r.m = max.Result(x, n);
   r.g = g;
