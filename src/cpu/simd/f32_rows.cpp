@@ -212,9 +212,10 @@ float RMax(const T* x, std::size_t n) {
 // writing): a few lines per step of a pass, so that the requests run beside the
 // arithmetic and never fill the core's miss buffers at once. x goes into L1, or with
 // kIntoL2 into L2 only, for rows that stream from memory (RowsFusedPipelined,
-// MapStreaming): f32 and bf16 16384 x 4096 on two threads ran 8-12% faster so on the
-// Intel Xeon VM with a 480 MiB L3; rows of 1000 in cache, fetched so, 4% slower
-// (docs/PERFORMANCE.md, twenty-first session).
+// MapStreaming, the sum pass of split rows run online): f32 and bf16 16384 x 4096 on
+// two threads ran 8-12% faster so on the Intel Xeon VM with a 480 MiB L3, one row of
+// 2^24 1-3%; rows of 1000 in cache, fetched so, 4% slower (docs/PERFORMANCE.md,
+// twenty-first and twenty-second sessions).
 template <bool kIntoL2 = false, class T>
 HWY_INLINE void FetchAhead(const Ahead<T>& ahead, std::size_t i, std::size_t count) {
   if (ahead.x != nullptr) {
