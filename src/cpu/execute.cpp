@@ -160,14 +160,15 @@ std::optional<ColumnSplit> column_split(const detail::Problem& p, const detail::
   return s;
 }
 
-// Panels [begin, end) of the outer_count x panels that the split makes, in order.
+// Panels [begin, end) of the outer_count x panels that the split makes, in order;
+// with fetch_next (Plan::fetch_next_panel), each fetches the next one's input.
 template <class T>
 void run_panels(const detail::Problem& p, const ColumnSplit& split, const simd::ColumnParams& params,
-                std::int64_t begin, std::int64_t end) {
+                bool fetch_next, std::int64_t begin, std::int64_t end) {
   const auto* x = reinterpret_cast<const T*>(p.x);
   auto* y = reinterpret_cast<T*>(p.y);
   const std::int64_t inner_extent = p.batch_shape[static_cast<std::size_t>(split.inner)];
-  for (std::int64_t u = begin; u < end; ++u) {
+  auto panel_at = [&](std::int64_t u) {
     std::int64_t rest = u / split.panels;
     std::int64_t x_offset = 0;
     std::int64_t y_offset = 0;
@@ -180,9 +181,17 @@ void run_panels(const detail::Problem& p, const ColumnSplit& split, const simd::
       y_offset += index * p.y_batch_strides[k];
     }
     const std::int64_t first = (u % split.panels) * split.width;
-    simd::ColumnPanel<T> panel{x + x_offset + first, p.x_axis_stride, y + y_offset + first, p.y_axis_stride,
-                               static_cast<std::size_t>(std::min(split.width, inner_extent - first)),
-                               static_cast<std::size_t>(p.length)};
+    return simd::ColumnPanel<T>{x + x_offset + first, p.x_axis_stride, y + y_offset + first, p.y_axis_stride,
+                                static_cast<std::size_t>(std::min(split.width, inner_extent - first)),
+                                static_cast<std::size_t>(p.length)};
+  };
+  for (std::int64_t u = begin; u < end; ++u) {
+    simd::ColumnPanel<T> panel = panel_at(u);
+    if (fetch_next && u + 1 < end) {
+      const simd::ColumnPanel<T> next = panel_at(u + 1);
+      panel.next_x = next.x;
+      panel.next_width = next.width;
+    }
     simd::columns(panel, params);
   }
 }
@@ -194,7 +203,7 @@ void run_columns(const detail::Problem& p, const detail::Plan& plan, const Colum
   const std::int64_t units = split.outer_count * split.panels;
   const int threads = static_cast<int>(std::min<std::int64_t>(plan.threads, units));
   if (threads <= 1) {
-    run_panels<T>(p, split, params, 0, units);
+    run_panels<T>(p, split, params, plan.fetch_next_panel, 0, units);
     return;
   }
 #pragma omp parallel num_threads(threads)
@@ -206,7 +215,7 @@ void run_columns(const detail::Problem& p, const detail::Plan& plan, const Colum
     const std::int64_t share = units / nt;
     const std::int64_t extra = units % nt;
     const std::int64_t begin = t * share + std::min(t, extra);
-    run_panels<T>(p, split, params, begin, begin + share + (t < extra ? 1 : 0));
+    run_panels<T>(p, split, params, plan.fetch_next_panel, begin, begin + share + (t < extra ? 1 : 0));
   }
 }
 

@@ -105,13 +105,16 @@ void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, std::in
 // threads then never write one line). The width depends on the shape and the
 // machine, never on the thread count; and results depend on neither (each lane is
 // one column, whatever panel it lands in).
+//
+// `budget`: the bytes of a panel's input and output within L2 (half of it, or less
+// where the next panel's input must fit beside them: kFetchingPanelL2Divisor).
 std::int64_t panel_width(Op op, std::int64_t length, std::int64_t element_bytes, std::int64_t inner_extent,
-                         const MachineInfo& m) {
+                         std::int64_t budget_bytes, const MachineInfo& m) {
   constexpr std::int64_t kMinRowBytes = 4096;
   constexpr std::int64_t kMinRowBytesWithinLlc = 1024;
   constexpr std::int64_t kMinRowBytesInL2 = 1024;
   const std::int64_t line = std::max<std::int64_t>(1, 64 / element_bytes);
-  const std::int64_t budget = std::max<std::int64_t>(m.l2_bytes / 2, 4096);
+  const std::int64_t budget = std::max<std::int64_t>(budget_bytes, 4096);
   const std::int64_t column_input_bytes = std::max<std::int64_t>(length, 1) * element_bytes;
   const std::int64_t column_bytes = column_input_bytes * (op == Op::logsumexp ? 1 : 2);
   const std::int64_t within_l2 = budget / column_bytes / line * line;
@@ -159,24 +162,45 @@ void choose_column_passes(Plan& plan, Op op, DType dtype, std::int64_t panel_inp
   }
 }
 
+// A three-pass f32 panel whose output streams (its softmax terms then wait in a
+// scratch panel, not the output) reads memory only in its first pass, the max, which
+// its arithmetic then follows without overlap. It fetches the next panel's input into
+// L2 during its sum pass instead, where three panels' inputs (its own, its terms, the
+// next) fit in half of L2: its panels narrow to a third of L2 for input and output,
+// not below 4 KiB rows. Measured on the Intel Xeon VM (2 MiB L2; [32, 81, 8732]
+// along axis 1 from DRAM, two threads; docs/PERFORMANCE.md): panels of 976 columns
+// (316 KiB inputs) 22.1-22.3 GB/s with the fetch, 19.8 without; panels of 1456 columns
+// (472 KiB, three of them 1.4 MiB) 17.1 with it, 19.9 without; [8, 256, 3136] (784
+// columns, 784 KiB inputs) 17.1 with it, 18.9 without; with cached stores the fetch
+// lost 10-30% (the output's own lines compete for L2).
+inline constexpr std::int64_t kFetchingPanelL2Divisor = 3;
+bool fetches_next_panel(const Plan& plan, DType dtype, std::int64_t panel_input_bytes, const MachineInfo& m) {
+  return plan.panel_width > 0 && plan.algorithm != Algorithm::online && dtype == DType::f32 &&
+         plan.stores == Stores::streaming && 3 * panel_input_bytes <= m.l2_bytes / 2;
+}
+
 // Only the softmax and log_softmax output passes of the row kernels (f32_rows.hpp:
-// f32, f16, bf16) and the f32 ones of online column panels stream; three-pass panels
-// (whose exps wait in the output), f64, naive's scalar loop and fused over chunks
-// (likewise) store through the cache. `moved`: the call's input and output bytes.
-void choose_stores(Plan& plan, Op op, DType dtype, std::int64_t moved, bool columns, Stores asked,
-                   const MachineInfo& m) {
+// f32, f16, bf16) and of f32 column panels (three-pass softmax panels then keep their
+// terms in a scratch panel, not in the output) stream; f64, naive's scalar loop and
+// fused over chunks (whose exps wait in the output) store through the cache.
+// `moved`: the call's input and output bytes.
+bool output_streams(const Plan& plan, Op op, DType dtype, std::int64_t moved, bool columns, Stores asked,
+                    const MachineInfo& m) {
   const bool fused_over_chunks = plan.algorithm == Algorithm::fused && plan.chunk > 0;
-  const bool kernel_streams = columns ? dtype == DType::f32 && plan.algorithm == Algorithm::online : dtype != DType::f64;
+  const bool kernel_streams = columns ? dtype == DType::f32 : dtype != DType::f64;
   const bool can_stream =
       op != Op::logsumexp && kernel_streams && plan.algorithm != Algorithm::naive && !fused_over_chunks;
-  if (!can_stream || asked == Stores::cached) return;
+  if (!can_stream || asked == Stores::cached) return false;
+  return asked == Stores::streaming || (m.l3_bytes > 0 && moved > streaming_threshold_bytes(m));
+}
+
+void choose_stores(Plan& plan, Op op, DType dtype, std::int64_t moved, bool columns, Stores asked,
+                   const MachineInfo& m) {
+  if (!output_streams(plan, op, dtype, moved, columns, asked, m)) return;
+  plan.stores = Stores::streaming;
   if (asked == Stores::streaming) {
-    plan.stores = Stores::streaming;
     plan.because([&] { return "; the output streams around the cache, as asked"; });
-    return;
-  }
-  if (m.l3_bytes > 0 && moved > streaming_threshold_bytes(m)) {
-    plan.stores = Stores::streaming;
+  } else {
     plan.because([&] {
       return "; the output streams around the cache (" + std::to_string(moved >> 20) + " MiB moved, over " +
              std::to_string(streaming_threshold_bytes(m) >> 20) + " MiB: " + std::to_string(kStreamingLlcMultiple) +
@@ -203,7 +227,17 @@ Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, std::
     // exact sum, the same exp); the panel's own schedule is what suits columns. naive
     // keeps its textbook rows (it overflows on purpose).
     const std::int64_t element_bytes = static_cast<std::int64_t>(size_of(dtype));
-    plan.panel_width = panel_width(op, length, element_bytes, inner_extent, machine);
+    std::int64_t width = panel_width(op, length, element_bytes, inner_extent, machine.l2_bytes / 2, machine);
+    // Three-pass f32 panels whose output will stream narrow, so that they can fetch
+    // the next panel beside them (kFetchingPanelL2Divisor).
+    Plan trial;
+    trial.panel_width = width;
+    choose_column_passes(trial, op, dtype, length * element_bytes * width, options.algorithm, machine);
+    if (dtype == DType::f32 && trial.algorithm != Algorithm::online &&
+        output_streams(trial, op, dtype, moved, true, options.stores, machine)) {
+      width = panel_width(op, length, element_bytes, inner_extent, machine.l2_bytes / kFetchingPanelL2Divisor, machine);
+    }
+    plan.panel_width = width;
     plan.because([&] {
       return "non-last axis of " + std::to_string(length) + " elements: column panels of " +
              std::to_string(plan.panel_width) + " of the " + std::to_string(inner_extent) +
@@ -242,6 +276,13 @@ Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, std::
   });
 
   choose_stores(plan, op, dtype, moved, columns, options.stores, machine);
+  if (columns) {
+    const std::int64_t panel_input_bytes = length * static_cast<std::int64_t>(size_of(dtype)) * plan.panel_width;
+    plan.fetch_next_panel = fetches_next_panel(plan, dtype, panel_input_bytes, machine);
+    plan.because([&] {
+      return plan.fetch_next_panel ? "; each panel fetches the next one's input into L2 during its sum pass" : "";
+    });
+  }
   return plan;
 }
 

@@ -17,6 +17,7 @@ struct Plan {
   std::int64_t block = 0;                 // tiled: elements per block
   std::int64_t chunk = 0;                 // > 0: the row runs as fixed chunks (split_row.hpp)
   std::int64_t panel_width = 0;           // > 0: a non-last axis runs as column panels this wide
+  bool fetch_next_panel = false;          // each panel fetches the next one's input (its sum pass)
   int threads = 1;
   Stores stores = Stores::cached;         // never automatic
   // Why, in words (smax info, plan()), where make_plan was asked to explain: building

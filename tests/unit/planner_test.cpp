@@ -88,7 +88,7 @@ TEST_F(Planner, SoftmaxRowsThatFitInCacheRunFusedOverChunks) {
   EXPECT_EQ(streamed.stores, Stores::streaming) << streamed.reason;
 }
 
-TEST_F(Planner, StoresStreamOnlySoftmaxAndLogSoftmaxRowsAndOnlineF32Panels) {
+TEST_F(Planner, StoresStreamOnlySoftmaxAndLogSoftmaxRowsAndF32Panels) {
   const std::array<std::int64_t, 2> large{rows_beyond_streaming(4096), 4096};
   const std::array<std::int64_t, 2> small{64, 1000};
   const PlanInfo auto_large = plan(Op::softmax, large, DType::f32);
@@ -107,12 +107,14 @@ TEST_F(Planner, StoresStreamOnlySoftmaxAndLogSoftmaxRowsAndOnlineF32Panels) {
   for (Options options : {Options{.stores = Stores::streaming}, Options{.stores = Stores::automatic}}) {
     EXPECT_EQ(plan(Op::logsumexp, large, DType::f32, options).stores, Stores::cached);
     EXPECT_EQ(plan(Op::softmax, large, DType::f64, options).stores, Stores::cached);
-    // Column panels of three passes keep their exps in the output (64 elements along
-    // axis 0: a panel fits in L2).
+    // 16-bit column panels of three passes store through the cache (64 elements along
+    // axis 0: a panel fits in L2); f32 ones stream (their terms wait in a scratch panel).
     options.axis = 0;
-    const std::array<std::int64_t, 2> short_columns{64, rows_beyond_streaming(64)};
+    const std::array<std::int64_t, 2> short_columns{64, 2 * rows_beyond_streaming(64)};
+    EXPECT_EQ(plan(Op::softmax, short_columns, DType::bf16, options).algorithm, Algorithm::fused);
+    EXPECT_EQ(plan(Op::softmax, short_columns, DType::bf16, options).stores, Stores::cached);
     EXPECT_EQ(plan(Op::softmax, short_columns, DType::f32, options).algorithm, Algorithm::fused);
-    EXPECT_EQ(plan(Op::softmax, short_columns, DType::f32, options).stores, Stores::cached);
+    EXPECT_EQ(plan(Op::softmax, short_columns, DType::f32, options).stores, Stores::streaming);
     options.axis = -1;
     options.algorithm = Algorithm::naive;
     EXPECT_EQ(plan(Op::softmax, large, DType::f32, options).stores, Stores::cached);
@@ -224,6 +226,37 @@ TEST_F(Planner, ShortAxisPanelsNarrowToFitL2) {
   const detail::Plan tall = columns_plan(1024, small_l2);
   EXPECT_EQ(tall.algorithm, Algorithm::online);
   EXPECT_EQ(tall.panel_width, 784) << "1 KiB rows of 1024 would not fit half of L2: 4 KiB rows, in four panels";
+}
+
+// A three-pass f32 panel whose output streams fetches the next panel's input during
+// its sum pass, where three panels' inputs fit in half of L2: its panels narrow to a
+// third of L2 for input and output ([32, 81, 8732] along axis 1 with a 2 MiB L2: 976
+// columns, where half of L2 gives 1456), never below 4 KiB rows. Cached outputs, and
+// panels whose next would not fit ([8, 256, 3136]: 4 KiB rows of 256 take 1 MiB), do
+// not fetch.
+TEST_F(Planner, StreamedThreePassPanelsFetchTheNextPanel) {
+  const MachineInfo m = two_cores(2 << 20, 480 << 20);
+  const auto columns_plan = [&](std::int64_t outer, std::int64_t length, std::int64_t inner, Stores stores) {
+    return detail::make_plan(Op::softmax, DType::f32, outer * inner, length, inner, {.axis = 1, .stores = stores}, m);
+  };
+  const detail::Plan streamed = columns_plan(32, 81, 8732, Stores::automatic);
+  EXPECT_EQ(streamed.algorithm, Algorithm::fused);
+  EXPECT_EQ(streamed.stores, Stores::streaming);
+  EXPECT_EQ(streamed.panel_width, 976);
+  EXPECT_TRUE(streamed.fetch_next_panel);
+  EXPECT_LE(3 * 81 * streamed.panel_width * 4, m.l2_bytes / 2);
+
+  const detail::Plan cached = columns_plan(32, 81, 8732, Stores::cached);
+  EXPECT_EQ(cached.panel_width, 1456);
+  EXPECT_FALSE(cached.fetch_next_panel);
+
+  const detail::Plan wide = columns_plan(8, 256, 3136, Stores::streaming);
+  EXPECT_EQ(wide.algorithm, Algorithm::fused);
+  EXPECT_EQ(wide.panel_width, 784);
+  EXPECT_FALSE(wide.fetch_next_panel);
+
+  // Online panels read memory twice anyway: no fetch.
+  EXPECT_FALSE(columns_plan(1, 4096, 4096 * 8, Stores::streaming).fetch_next_panel);
 }
 
 TEST_F(Planner, RowsMuchLargerThanL2AreOnline) {

@@ -30,6 +30,11 @@ struct ColumnState {
   L* split_shift;        // float lanes, after OutputExp: the folded exp's split of each
   L* split_delta;        //   column's max (its m is -s.m): MaxSplitLanes's shift_minus_k
                          //   or TableLanes::PerLane's shift_a, and delta
+  // Where a three-pass f32 softmax panel's output streams: a panel of `length` rows of
+  // terms_stride floats where its exp terms wait instead of in y (a streaming store to
+  // a line in the cache would first write that line back); null elsewhere.
+  L* terms = nullptr;
+  std::ptrdiff_t terms_stride = 0;
 };
 
 }  // namespace smax::cpu::simd::columns_detail
@@ -384,11 +389,13 @@ HWY_INLINE void WithColumnExp(D d, const InverseTemperatureLanes<D>& t, V neg_m,
 // softmax on double lanes), so that the output pass only scales it: one exp per element.
 template <bool kUnitT, bool kStore, bool kCountAtMax, class D, class T, class L = hn::TFromD<D>>
 void SumPass(D d, Strided<const T> x, Strided<L> terms, std::size_t width, std::size_t length,
-             const InverseTemperatureLanes<D>& t, const ColumnState<L>& s) {
+             const InverseTemperatureLanes<D>& t, const ColumnState<L>& s, Strided<const T> next = {nullptr, 0},
+             std::size_t next_width = 0) {
   const std::size_t padded = (width + hn::Lanes(d) - 1) / hn::Lanes(d) * hn::Lanes(d);
   std::fill_n(s.at_max, padded, 0.0);
   std::fill_n(s.others, padded, 0.0);
   std::fill_n(s.others_error, padded, 0.0);
+  if (next.p == nullptr) next_width = 0;
   ForRowBlocks(length, [&](std::size_t i, auto rows_tag) SMAX_INLINE_LAMBDA {
     constexpr std::size_t kRows = decltype(rows_tag)::value;
     ForColumnVectors(d, width, [&](std::size_t j, std::size_t count, auto tail_tag) SMAX_INLINE_LAMBDA {
@@ -396,9 +403,13 @@ void SumPass(D d, Strided<const T> x, Strided<L> terms, std::size_t width, std::
       const auto m = hn::LoadU(d, s.m + j);
       const auto neg_m = NegFiniteMax(m);
       Sums<L, kCountAtMax> sums(s, j);
+      // The next panel's element beside each one loaded: its lines go into L2 at the
+      // pace of this pass's arithmetic.
+      const bool fetch = j < next_width;
       auto rows = [&](auto&& exp_of) SMAX_INLINE_LAMBDA {
         hn::Vec<D> v[kRows], e[kRows];
         for (std::size_t k = 0; k < kRows; ++k) {
+          if (fetch) __builtin_prefetch(next.row(i + k) + j, 0, 2);
           v[k] = Load<T, kTail>(d, x.row(i + k) + j, count, hn::Zero(d));
           e[k] = exp_of(v[k]);
           if constexpr (kStore) Store<L, kTail>(d, e[k], terms.row(i + k) + j, count);
@@ -746,6 +757,7 @@ void PanelT(D d, const ColumnPanel<T>& p, const ColumnParams& params, const Inve
   const Strided<const T> x{p.x, p.x_stride};
   const Strided<T> y{p.y, p.y_stride};
   const bool softmax = params.op == Op::softmax;
+  const bool stream = params.stores == Stores::streaming;  // f32 outputs (OutputPass)
   if constexpr (std::is_same_v<L, float>) {
     if (params.online) {
       if (softmax) {
@@ -754,7 +766,6 @@ void PanelT(D d, const ColumnPanel<T>& p, const ColumnParams& params, const Inve
         OnlineStatsPass<kUnitT, true>(x, p.width, p.length, t, params.inv_t, s);
       }
       Finish(d, p.y, p.width, params, s);
-      const bool stream = params.stores == Stores::streaming;
       if (softmax) {
         ExpOutputPass<kUnitT>(d, x, y, p.width, p.length, t, s, stream);
       } else if (params.op == Op::log_softmax) {
@@ -765,22 +776,25 @@ void PanelT(D d, const ColumnPanel<T>& p, const ColumnParams& params, const Inve
   }
   MaxPass(d, x, p.width, p.length, s);
   constexpr bool kTermsInY = std::is_same_v<T, L>;
-  // Only dereferenced where T is L.
-  const Strided<L> terms{reinterpret_cast<L*>(p.y), p.y_stride};
+  // Only dereferenced where T is L: y, or the scratch panel where y streams.
+  const Strided<L> terms = s.terms != nullptr ? Strided<L>{s.terms, s.terms_stride}
+                                              : Strided<L>{reinterpret_cast<L*>(p.y), p.y_stride};
+  const Strided<const T> next{p.next_x, p.x_stride};
   if (softmax && kTermsInY) {
-    SumPass<kUnitT, true, false>(d, x, terms, p.width, p.length, t, s);
+    SumPass<kUnitT, true, false>(d, x, terms, p.width, p.length, t, s, next, p.next_width);
   } else if (softmax) {
-    SumPass<kUnitT, false, false>(d, x, terms, p.width, p.length, t, s);
+    SumPass<kUnitT, false, false>(d, x, terms, p.width, p.length, t, s, next, p.next_width);
   } else {
-    SumPass<kUnitT, false, true>(d, x, terms, p.width, p.length, t, s);
+    SumPass<kUnitT, false, true>(d, x, terms, p.width, p.length, t, s, next, p.next_width);
   }
   Finish(d, p.y, p.width, params, s);
   if (softmax && kTermsInY) {
-    OutputPass<kUnitT, OutputOf::terms>(d, Strided<const L>{terms.p, terms.stride}, y, p.width, p.length, t, s);
+    OutputPass<kUnitT, OutputOf::terms>(d, Strided<const L>{terms.p, terms.stride}, y, p.width, p.length, t, s,
+                                        stream && s.terms != nullptr);
   } else if (softmax) {
     ExpOutputPass<kUnitT>(d, x, y, p.width, p.length, t, s, false);
   } else if (params.op == Op::log_softmax) {
-    OutputPass<kUnitT, OutputOf::log>(d, x, y, p.width, p.length, t, s);
+    OutputPass<kUnitT, OutputOf::log>(d, x, y, p.width, p.length, t, s, stream);
   }
 }
 
@@ -837,6 +851,28 @@ columns_detail::ColumnState<L> state_for(std::size_t width) {
           lanes.get() + 3 * capacity, lanes.get() + 4 * capacity};
 }
 
+// state_for, with the scratch panel of ColumnState::terms where a three-pass f32
+// softmax panel streams its output: rows of whole cache lines, this thread's, grown
+// to the largest panel met and kept. Without it (it cannot grow) the terms wait in y,
+// stored through the cache.
+columns_detail::ColumnState<float> state_for(const ColumnPanel<float>& panel, const ColumnParams& params) {
+  columns_detail::ColumnState<float> s = state_for<float>(panel.width);
+  if (params.online || params.op != Op::softmax || params.stores != Stores::streaming) return s;
+  thread_local hwy::AlignedFreeUniquePtr<float[]> terms;
+  thread_local std::size_t capacity = 0;
+  const std::size_t stride = (panel.width + 15) / 16 * 16;
+  const std::size_t size = stride * panel.length;
+  if (size > capacity) {
+    terms = hwy::AllocateAligned<float>(size);
+    capacity = terms != nullptr ? size : 0;
+  }
+  if (terms != nullptr) {
+    s.terms = terms.get();
+    s.terms_stride = static_cast<std::ptrdiff_t>(stride);
+  }
+  return s;
+}
+
 }  // namespace
 
 HWY_EXPORT(ColumnsF32);
@@ -845,7 +881,7 @@ HWY_EXPORT(ColumnsBF16);
 HWY_EXPORT(ColumnsF64);
 
 void columns(const ColumnPanel<float>& panel, const ColumnParams& params) {
-  HWY_DYNAMIC_DISPATCH(ColumnsF32)(panel, params, state_for<float>(panel.width));
+  HWY_DYNAMIC_DISPATCH(ColumnsF32)(panel, params, state_for(panel, params));
 }
 void columns(const ColumnPanel<half>& panel, const ColumnParams& params) {
   HWY_DYNAMIC_DISPATCH(ColumnsF16)(panel, params, state_for<float>(panel.width));

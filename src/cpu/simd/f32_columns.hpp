@@ -12,7 +12,8 @@
 //     counted apart from the others, which are summed in double lanes (compensated
 //     for f64), so d - 1 is exact where the max dominates its column (as
 //     ExactSum::minus_one keeps it for rows). f32 and f64 softmax store each exp term
-//     in y.
+//     in y (f32 outputs that stream: in a scratch panel of the thread's). With
+//     ColumnPanel::next_x, this pass also fetches the next panel's input into L2.
 //  3. Per column, vectorised: finish_row's non-finite cases (a NaN or +inf: NaN; all
 //     -inf: the AllMasked policy), 1/d, or log(d) = log1p(d - 1) in double;
 //     logsumexp writes m / T + log(d) here and stops.
@@ -62,6 +63,11 @@ struct ColumnPanel {
   std::ptrdiff_t y_stride;
   std::size_t width;
   std::size_t length;
+  // The input of the panel the caller runs next (`next_width` columns of as many rows,
+  // x_stride apart), or null: a three-pass panel fetches it into L2 during its sum
+  // pass, so that the next panel's first pass, which reads memory, finds it there.
+  const T* next_x = nullptr;
+  std::size_t next_width = 0;
 };
 
 // What is the same for every panel of one call.
@@ -70,7 +76,7 @@ struct ColumnParams {
   double inv_t = 1.0;  // 1 / temperature
   AllMasked all_masked = AllMasked::nan;
   bool online = false;             // two passes (see above); float lanes only
-  Stores stores = Stores::cached;  // the online output pass of f32 panels (never automatic)
+  Stores stores = Stores::cached;  // the output pass of f32 panels (never automatic)
 };
 
 // One panel, computed in f32 lanes (16-bit types are widened on load and rounded to
