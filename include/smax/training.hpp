@@ -21,8 +21,8 @@ struct BackwardOptions {
   double temperature = 1.0;  // the forward pass computed softmax(x / T); finite and > 0
   int threads = 0;           // 0 = all cores
   // How dx is written (options.hpp): automatic streams where y, dy and dx together
-  // exceed a quarter of the last-level cache. Contiguous f32, f16 and bf16 rows only;
-  // never changes a bit of dx.
+  // exceed a sixth of the last-level cache, counting at most 48 MiB of it. Contiguous
+  // f32, f16 and bf16 rows only; never changes a bit of dx.
   Stores stores = Stores::automatic;
 };
 

@@ -25,7 +25,8 @@ def softmax_backward(y, dy, axis: int = -1, *, temperature: float = 1.0, out: Op
     ``dx = y * (dy - sum(y * dy)) / temperature``, in one reduction pass and one write
     pass. ``out`` may be ``dy`` or ``y`` itself (in place). ``stores``: how the result
     is written, as for :func:`smax.softmax` (``"auto"`` streams it around the cache
-    where ``y``, ``dy`` and the result exceed a quarter of the last-level cache).
+    where ``y``, ``dy`` and the result exceed a sixth of the last-level cache,
+    counting at most 48 MiB of it).
 
     >>> y = smax.softmax(np.array([0.0, 1.0, 2.0])); dy = np.array([1.0, 0.0, 0.0])
     >>> print(smax.softmax_backward(y, dy).round(4))

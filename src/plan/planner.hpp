@@ -64,19 +64,35 @@ inline std::int64_t streaming_threshold_bytes(const MachineInfo& m) {
 }
 
 // BackwardOptions::stores = automatic streams dx where y, dy and dx together exceed
-// this share of the last-level cache, and CrossEntropyOptions::stores the gradient
-// where the logits and it do. The training ops keep the forward ops' old rule: on the
-// Zen 5 VM, softmax_backward of 8 x 128256 f32 (11 MiB moved) took 400 and 318 us a
-// call on one and two threads with dx streamed, 428 and 339 with dx cached (blocks of
-// back-to-back calls on rotating buffers, alternating).
-inline constexpr std::int64_t kBackwardStreamingLlcDivisor = 4;
+// this share of the last-level cache, counting at most kStreamingLlcCap of it (a VM
+// may report its host's whole L3). Measured on the Zen 5 VM (32 MiB L3):
+// softmax_backward of 8 x 128256 f32 (11 MiB moved) took 400 and 318 us a call on one
+// and two threads with dx streamed, 428 and 339 with dx cached (blocks of
+// back-to-back calls on rotating buffers, alternating). On the Intel Xeon VM (480 MiB
+// reported; what it keeps of data read once: 8 to 16 MiB), two threads, streamed
+// against cached: 8 x 128256 f32 (11.7 MiB) from DRAM 1.09x (`scripts/ab.sh ...
+// m=1024`; 1.25-1.55x in a loop over rotating buffers), hot (the same buffers each
+// call) 1.00-1.17x; 4 x 128256 f32 and 8 x 128256 bf16 (5.9 MiB) from DRAM 1.19x and
+// 1.17x, hot 0.79x and 0.84x (docs/PERFORMANCE.md, twenty-second session). A sixth:
+// 8 MiB there, 5.3 MiB on the Zen 5 VM.
+inline constexpr std::int64_t kBackwardStreamingLlcDivisor = 6;
+// CrossEntropyOptions::stores = automatic streams the gradient where the logits and
+// it exceed this share of the reported L3 (uncapped). Its logits come hot from the
+// matmul before it more often than not, and hot calls lost streamed on the Intel Xeon
+// VM: 16 x 128256 f32 (15.7 MiB) 0.81-0.95x hot, 1.22-1.30x from DRAM.
+inline constexpr std::int64_t kCrossEntropyStreamingLlcDivisor = 4;
 
 // Whether a training op's output streams under Stores: as asked, or under automatic
-// where the call's tensors (`moved` bytes) exceed kBackwardStreamingLlcDivisor's
-// share of the L3.
-inline bool training_output_streams(Stores stores, std::int64_t moved, const MachineInfo& m) {
+// where the call's tensors (`moved` bytes) exceed `threshold` bytes.
+inline bool training_output_streams(Stores stores, std::int64_t moved, std::int64_t threshold) {
   if (stores != Stores::automatic) return stores == Stores::streaming;
-  return m.l3_bytes > 0 && moved > m.l3_bytes / kBackwardStreamingLlcDivisor;
+  return threshold > 0 && moved > threshold;
+}
+inline std::int64_t backward_streaming_threshold_bytes(const MachineInfo& m) {
+  return counted_llc_bytes(m) / kBackwardStreamingLlcDivisor;
+}
+inline std::int64_t cross_entropy_streaming_threshold_bytes(const MachineInfo& m) {
+  return m.l3_bytes / kCrossEntropyStreamingLlcDivisor;
 }
 
 // Under Algorithm::automatic, an f32 softmax call that moves at most this share of the

@@ -60,7 +60,8 @@ struct Request {
 // BackwardOptions::stores: automatic streams by the bytes the call moves (two reads
 // and a write), beyond detail::kBackwardStreamingLlcDivisor's share of the L3.
 bool streams_dx(Stores stores, DType dtype, std::int64_t elements) {
-  return detail::training_output_streams(stores, 3 * elements * static_cast<std::int64_t>(size_of(dtype)), machine());
+  return detail::training_output_streams(stores, 3 * elements * static_cast<std::int64_t>(size_of(dtype)),
+                                         detail::backward_streaming_threshold_bytes(machine()));
 }
 
 Request validate(Kind kind, const TensorView& y, const TensorView& dy, const MutableTensorView& dx,

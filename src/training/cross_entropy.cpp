@@ -108,13 +108,13 @@ void store_as(DType dtype, std::byte* base, std::int64_t offset, double v) {
   }
 }
 
-// CrossEntropyOptions::stores, by the backward passes' rule over the logits and the
-// gradient. A gradient in place over the logits never streams: its lines are in
-// cache already, read by the same pass.
+// CrossEntropyOptions::stores, over the logits and the gradient
+// (detail::kCrossEntropyStreamingLlcDivisor). A gradient in place over the logits
+// never streams: its lines are in cache already, read by the same pass.
 bool streams_grad(Stores stores, const Request& r) {
   if (r.grad == nullptr || r.grad == r.logits) return false;
   const std::int64_t moved = 2 * r.fold.rows * r.classes * static_cast<std::int64_t>(size_of(r.dtype));
-  return detail::training_output_streams(stores, moved, machine());
+  return detail::training_output_streams(stores, moved, detail::cross_entropy_streaming_threshold_bytes(machine()));
 }
 
 // Everything but the tensors' values: dtypes, shapes, axis, options, null data,

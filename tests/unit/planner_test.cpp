@@ -259,6 +259,31 @@ TEST_F(Planner, StreamedThreePassPanelsFetchTheNextPanel) {
   EXPECT_FALSE(columns_plan(1, 4096, 4096 * 8, Stores::streaming).fetch_next_panel);
 }
 
+// dx streams beyond a sixth of the L3, counting at most 48 MiB of it: 8 x 128256 f32
+// (11.7 MiB moved) on the Intel Xeon VM (480 MiB reported: 8 MiB) and on the Zen 5 VM
+// (32 MiB: 5.3 MiB); 8 x 128256 bf16 (5.9 MiB) only on the Zen 5 VM. Cross-entropy's
+// gradient beyond a quarter of the whole reported L3.
+TEST_F(Planner, TrainingOutputsStreamBeyondTheirThresholds) {
+  const MachineInfo xeon = two_cores(2 << 20, 480 << 20);
+  const MachineInfo zen5 = two_cores(1 << 20, 32 << 20);
+  const std::int64_t f32_backward = 3 * 8 * 128256 * 4;
+  const std::int64_t bf16_backward = 3 * 8 * 128256 * 2;
+  const auto dx_streams = [](Stores stores, std::int64_t moved, const MachineInfo& m) {
+    return detail::training_output_streams(stores, moved, detail::backward_streaming_threshold_bytes(m));
+  };
+  EXPECT_TRUE(dx_streams(Stores::automatic, f32_backward, xeon));
+  EXPECT_TRUE(dx_streams(Stores::automatic, f32_backward, zen5));
+  EXPECT_FALSE(dx_streams(Stores::automatic, bf16_backward, xeon));
+  EXPECT_TRUE(dx_streams(Stores::automatic, bf16_backward, zen5));
+  EXPECT_FALSE(dx_streams(Stores::cached, f32_backward, xeon));
+  EXPECT_TRUE(dx_streams(Stores::streaming, 64, xeon));
+  const std::int64_t ce_16_rows = 2 * 16 * 128256 * 4;
+  EXPECT_FALSE(detail::training_output_streams(Stores::automatic, ce_16_rows,
+                                               detail::cross_entropy_streaming_threshold_bytes(xeon)));
+  EXPECT_TRUE(detail::training_output_streams(Stores::automatic, ce_16_rows,
+                                              detail::cross_entropy_streaming_threshold_bytes(zen5)));
+}
+
 TEST_F(Planner, RowsMuchLargerThanL2AreOnline) {
   // Four times L2 in f32 input alone, in a call beyond a quarter of L3 (a single such
   // row in a call within the cache runs softmax fused over chunks, above).

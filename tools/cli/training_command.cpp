@@ -77,7 +77,8 @@ Options:
   --threads N         threads to use; 0 means all cores (default 0)
   --stores MODE       auto, cached or streaming: how DX is written, through the
                       cache or around it; auto streams where Y, DY and DX exceed a
-                      quarter of the last-level cache (default auto)
+                      sixth of the last-level cache, counting at most 48 MiB of it
+                      (default auto)
   -h, --help          show this text
 )";
 
