@@ -39,9 +39,15 @@ inline constexpr std::int64_t kMinElementsPerThread = 32768;
 // Rows at least this long run, under `auto`, as fixed chunks of kChunkLength elements
 // whose (max, sum) pairs merge in a fixed order: the chunks can go to different
 // threads, and each is read twice from cache, not from memory. The choice depends
-// on the length alone, never on the thread count, so results do not either.
+// on the length alone, never on the thread count, so results do not either. Chunks
+// of 32768 against 16384 (Intel Xeon VM, `scripts/ab.sh`, docs/PERFORMANCE.md,
+// twenty-second session): rows in cache, one thread, 1 x 20000 1.09x, 1 x 32000
+// 1.07x, 4 x 32000 1.08x, 1 x 128256 1.01-1.03x, bf16 1.02x; from DRAM on two threads
+// the same within 2-3% (one row of 2^24: 0.97, 1.01 and 0.98 in three runs). A row of
+// up to 32768 elements is then one chunk: no merge, no second guess. (Rows under
+// 65536 run on one thread anyway: kMinElementsPerThread.)
 inline constexpr std::int64_t kSplitMinLength = 65536;
-inline constexpr std::int64_t kChunkLength = 16384;
+inline constexpr std::int64_t kChunkLength = 32768;
 
 // Under Stores::automatic, a call that moves more than streaming_threshold_bytes
 // (input plus output) writes its softmax or log_softmax output with streaming stores:

@@ -6,6 +6,7 @@
 #include "accuracy.hpp"
 #include "nd_reference.hpp"
 #include "op_runner.hpp"
+#include "plan/planner.hpp"
 #include "random_data.hpp"
 #include "seed.hpp"
 #include "simd_exp_check.hpp"
@@ -114,8 +115,12 @@ TEST_F(FusedOverChunks, MaxesFoundBesideTheExpsMeetTheBar) {
   // Fused over chunks (the 16-bit rows' exps in a float buffer, which lets a guess
   // stand in place too), and rows beyond the cache online over chunks (their sum
   // passes find the max the same way).
-  const std::pair<DType, std::int64_t> cases[] = {{DType::f32, 40001},   {DType::bf16, 40001},  {DType::f16, 40001},
-                                                  {DType::f32, 300007},  {DType::bf16, 300007}, {DType::f16, 300007}};
+  // C: where the second chunk starts.
+  constexpr std::int64_t C = detail::kChunkLength;
+  constexpr std::int64_t kTwoChunks = 2 * C + 7233;
+  const std::pair<DType, std::int64_t> cases[] = {{DType::f32, kTwoChunks}, {DType::bf16, kTwoChunks},
+                                                  {DType::f16, kTwoChunks}, {DType::f32, 300007},
+                                                  {DType::bf16, 300007},    {DType::f16, 300007}};
   int split = 0;
   for (const auto& [dtype, n] : cases) {
     SCOPED_TRACE(std::string(to_string(dtype)) + " n=" + std::to_string(n));
@@ -129,10 +134,10 @@ TEST_F(FusedOverChunks, MaxesFoundBesideTheExpsMeetTheBar) {
     for (std::size_t r = 0; r < std::size(rises); ++r) {
       const std::int64_t row = static_cast<std::int64_t>(r) * n;
       x.set_at(row, 0.0);
-      x.set_at(row + 16384, 0.0);
+      x.set_at(row + C, 0.0);
       // Beyond the first 256 elements of the first chunk, and in the second chunk.
       x.set_at(row + 300, rises[r]);
-      x.set_at(row + 16384 + 9000, rises[r] - 0.5);
+      x.set_at(row + C + 9000, rises[r] - 0.5);
     }
     const std::int64_t last = static_cast<std::int64_t>(std::size(rises));
     x.set_at(last * n + 17000, NAN);
@@ -147,10 +152,10 @@ TEST_F(FusedOverChunks, MaxesFoundBesideTheExpsMeetTheBar) {
     // its max 60 above its guess: the stored exps up to e^60 meet a scale factor
     // e^-100 / d, below float's normal range (0 came out before split_row scaled such
     // chunks in two steps).
-    for (std::int64_t i = 16384; i < 2 * 16384 && i < n; ++i) x.set_at((last + 4) * n + i, -106.0);
+    for (std::int64_t i = C; i < 2 * C && i < n; ++i) x.set_at((last + 4) * n + i, -106.0);
     x.set_at((last + 4) * n, 0.0);
-    x.set_at((last + 4) * n + 16384, -100.0);
-    x.set_at((last + 4) * n + 16384 + 5000, -40.0);
+    x.set_at((last + 4) * n + C, -100.0);
+    x.set_at((last + 4) * n + C + 5000, -40.0);
     for (double temperature : {1.0, 0.5}) {
       Options options;
       options.temperature = temperature;
