@@ -106,7 +106,7 @@ void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, std::in
 // machine, never on the thread count; and results depend on neither (each lane is
 // one column, whatever panel it lands in).
 //
-// `budget`: the bytes of a panel's input and output within L2 (half of it, or less
+// `budget_bytes`: a panel's input and output bytes within L2 (half of it, or less
 // where the next panel's input must fit beside them: kFetchingPanelL2Divisor).
 std::int64_t panel_width(Op op, std::int64_t length, std::int64_t element_bytes, std::int64_t inner_extent,
                          std::int64_t budget_bytes, const MachineInfo& m) {
@@ -169,8 +169,8 @@ void choose_column_passes(Plan& plan, Op op, DType dtype, std::int64_t panel_inp
 // next) fit in half of L2: its panels narrow to a third of L2 for input and output,
 // not below 4 KiB rows. Measured on the Intel Xeon VM (2 MiB L2; [32, 81, 8732]
 // along axis 1 from DRAM, two threads; docs/PERFORMANCE.md): panels of 976 columns
-// (316 KiB inputs) 22.1-22.3 GB/s with the fetch, 19.8 without; panels of 1456 columns
-// (472 KiB, three of them 1.4 MiB) 17.1 with it, 19.9 without; [8, 256, 3136] (784
+// (309 KiB inputs) 22.1-23.0 GB/s with the fetch, 19.8 without; panels of 1456 columns
+// (461 KiB, three of them 1.35 MiB) 17.1 with it, 19.9 without; [8, 256, 3136] (784
 // columns, 784 KiB inputs) 17.1 with it, 18.9 without; with cached stores the fetch
 // lost 10-30% (the output's own lines compete for L2).
 inline constexpr std::int64_t kFetchingPanelL2Divisor = 3;
