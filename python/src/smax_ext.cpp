@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "array_layout.hpp"
+#include "choices.hpp"
 #include "smax/smax.hpp"
 
 namespace nb = nanobind;
@@ -65,6 +66,7 @@ smax::DType checked_dtype(std::string_view op, std::string_view which, nb::dlpac
                                            dtype_name(t) + "; use float32, float64, float16 or bfloat16");
 }
 
+using smax_python::parse_choice;
 using smax_python::shape_of;
 using smax_python::strides_of;
 
@@ -73,14 +75,6 @@ smax::Op parse_op(const std::string& name) {
   if (name == "log_softmax") return smax::Op::log_softmax;
   if (name == "logsumexp") return smax::Op::logsumexp;
   throw smax::Error(smax::Errc::option, "unknown op '" + name + "'; use softmax, log_softmax or logsumexp");
-}
-
-template <class T>
-T parse_choice(std::string_view op, std::string_view what, const std::string& name,
-               std::optional<T> (*parse)(std::string_view), std::string_view choices) {
-  if (auto value = parse(name)) return *value;
-  throw smax::Error(smax::Errc::option, std::string(op) + ": unknown " + std::string(what) + " '" + name +
-                                            "'; use " + std::string(choices));
 }
 
 smax::Options make_options(std::string_view op, int axis, double temperature, const std::string& algorithm,

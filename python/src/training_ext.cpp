@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "array_layout.hpp"
+#include "choices.hpp"
 #include "smax/smax.hpp"
 
 namespace nb = nanobind;
@@ -40,6 +41,7 @@ smax::DType float_dtype(const std::string& op, const char* which, nb::dlpack::dt
                                            ", " + std::to_string(t.bits) + " bits); use float32, float64, float16 or bfloat16");
 }
 
+using smax_python::parse_choice;
 using smax_python::shape_of;
 using smax_python::strides_of;
 
@@ -54,16 +56,13 @@ struct Floats {
 
 void backward(const std::string& op, const InputArray& y, const InputArray& dy, const OutputArray& dx, int axis,
               double temperature, int threads, const std::string& stores, bool y_bits, bool dy_bits, bool dx_bits) {
-  const auto parsed_stores = smax::parse_stores(stores);
-  if (!parsed_stores) {
-    throw smax::Error(smax::Errc::option, op + ": unknown stores '" + stores + "'; use auto, cached or streaming");
-  }
+  const smax::Stores parsed_stores = parse_choice(op, "stores", stores, smax::parse_stores, "auto, cached or streaming");
   const Floats yf(op, "y", y, y_bits), dyf(op, "dy", dy, dy_bits), dxf(op, "out", dx, dx_bits);
   const smax::TensorView yv(y.data(), yf.dtype, yf.shape, yf.strides);
   const smax::TensorView dyv(dy.data(), dyf.dtype, dyf.shape, dyf.strides);
   const smax::MutableTensorView dxv(dx.data(), dxf.dtype, dxf.shape, dxf.strides);
   const smax::BackwardOptions options{
-      .axis = axis, .temperature = temperature, .threads = threads, .stores = *parsed_stores};
+      .axis = axis, .temperature = temperature, .threads = threads, .stores = parsed_stores};
   const bool log = op == "log_softmax_backward";
   nb::gil_scoped_release no_gil;
   if (log) smax::log_softmax_backward(yv, dyv, dxv, options);
@@ -77,10 +76,7 @@ void cross_entropy(const InputArray& logits, const InputArray& target, const Out
                    const std::string& stores, bool logits_bits, bool target_bits, bool weight_bits, bool loss_bits,
                    bool grad_bits, bool log_prob_bits) {
   const std::string op = "cross_entropy";
-  const auto parsed_stores = smax::parse_stores(stores);
-  if (!parsed_stores) {
-    throw smax::Error(smax::Errc::option, op + ": unknown stores '" + stores + "'; use auto, cached or streaming");
-  }
+  const smax::Stores parsed_stores = parse_choice(op, "stores", stores, smax::parse_stores, "auto, cached or streaming");
   const Floats lf(op, "input", logits, logits_bits), outf(op, "loss", loss, loss_bits);
   smax::CrossEntropyOptions options;
   options.axis = axis;
@@ -90,7 +86,7 @@ void cross_entropy(const InputArray& logits, const InputArray& target, const Out
   options.ignore_index = ignore_index;
   options.label_smoothing = label_smoothing;
   options.threads = threads;
-  options.stores = *parsed_stores;
+  options.stores = parsed_stores;
   std::optional<Floats> wf, gf, lpf;
   if (weight) {
     wf.emplace(op, "weight", *weight, weight_bits);

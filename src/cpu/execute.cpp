@@ -185,14 +185,17 @@ void run_panels(const detail::Problem& p, const ColumnSplit& split, const simd::
                                 static_cast<std::size_t>(std::min(split.width, inner_extent - first)),
                                 static_cast<std::size_t>(p.length)};
   };
+  if (begin >= end) return;
+  simd::ColumnPanel<T> panel = panel_at(begin);
   for (std::int64_t u = begin; u < end; ++u) {
-    simd::ColumnPanel<T> panel = panel_at(u);
-    if (fetch_next && u + 1 < end) {
-      const simd::ColumnPanel<T> next = panel_at(u + 1);
+    const bool last = u + 1 == end;
+    const simd::ColumnPanel<T> next = last ? panel : panel_at(u + 1);
+    if (fetch_next && !last) {
       panel.next_x = next.x;
       panel.next_width = next.width;
     }
     simd::columns(panel, params);
+    panel = next;
   }
 }
 
