@@ -4,7 +4,7 @@
 // holds still. Prints, per shape, each build's median and least ns an element over
 // the rounds and the median of the rounds' ratios A / B (above 1: B is faster).
 //
-//   ab_compare A.so B.so [op=log|sb|lsb|ce] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] [ob=BYTES] [axis=0] f:ROWSxCOLS b:BATCHxROWSxCOLS ...
+//   ab_compare A.so B.so [op=log|sb|lsb|ce] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] [ob=BYTES] [axis=0] [in=hot] f:ROWSxCOLS b:BATCHxROWSxCOLS ...
 //
 // f: f32, b: bf16 (normal(0, 3) inputs). op: softmax (the default), log_softmax,
 // cross-entropy with its gradient (ce: mean over class-index targets, the class axis
@@ -19,7 +19,10 @@
 // log_softmax down the columns (the column panels) instead of along the rows; a shape
 // of three extents is a batch of such matrices (forward ops only). ob=BYTES gives
 // build B buffers of its own, every one that many bytes past a page: with the same
-// build as A and B, the cost of misaligned rows measured in one process.
+// build as A and B, the cost of misaligned rows measured in one process. in=hot (with
+// m=MIB): every call reads the first set's inputs, which stay in cache, and writes the
+// next set's output, which is not: an input just produced by the op before, written
+// to a buffer last touched long ago.
 // scripts/ab.sh builds the two libraries.
 #include <dlfcn.h>
 
@@ -108,11 +111,12 @@ std::vector<Buffer> copies(std::size_t count, const std::vector<unsigned char>& 
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: %s A.so B.so [op=log|sb|lsb|ce] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] [ob=BYTES] [axis=0] f:ROWSxCOLS b:BATCHxROWSxCOLS ...\n", argv[0]);
+    std::fprintf(stderr, "usage: %s A.so B.so [op=log|sb|lsb|ce] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] [ob=BYTES] [axis=0] [in=hot] f:ROWSxCOLS b:BATCHxROWSxCOLS ...\n", argv[0]);
     return 2;
   }
   std::string entry = "smax_ab_softmax", forward = "smax_ab_softmax";
   int threads = 1, rounds = 15, axis = -1;
+  bool hot_inputs = false;
   long mebibytes = 0;
   std::size_t offset = 0;
   std::optional<std::size_t> x_offset, b_offset;
@@ -128,6 +132,8 @@ int main(int argc, char** argv) {
     } else if (s == "op=lsb") {
       entry = "smax_ab_log_softmax_backward";
       forward = "smax_ab_log_softmax";
+    } else if (s == "in=hot") {
+      hot_inputs = true;
     } else if (s == "axis=0") {
       axis = 0;
     } else if (s.rfind("t=", 0) == 0) {
@@ -201,14 +207,14 @@ int main(int argc, char** argv) {
       if (backward) {
         const auto op = reinterpret_cast<BackwardEntry>(f[k]);
         return block([&] {
-          const std::size_t at = next++ % sets;
-          op(bf16, own.ys[at].data(), own.dys[at].data(), own.dxs[at].data(), rows, cols, threads);
+          const std::size_t at = next++ % sets, in = hot_inputs ? 0 : at;
+          op(bf16, own.ys[in].data(), own.dys[in].data(), own.dxs[at].data(), rows, cols, threads);
         }, rows * cols);
       }
       const auto op = reinterpret_cast<Entry>(f[k]);
       return block([&] {
-        const std::size_t at = next++ % sets;
-        op(bf16, own.xs[at].data(), own.ys[at].data(), batch, rows / batch, cols, threads, axis);
+        const std::size_t at = next++ % sets, in = hot_inputs ? 0 : at;
+        op(bf16, own.xs[in].data(), own.ys[at].data(), batch, rows / batch, cols, threads, axis);
       }, rows * cols);
     };
     std::vector<double> a, b, ratio;
