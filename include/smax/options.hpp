@@ -33,7 +33,7 @@ enum class AllMasked : std::uint8_t {
 // Rows of f32, f16 and bf16 and online f32 column panels stream (f64, logsumexp, naive
 // and the rest store through the cache; docs/SEMANTICS.md).
 enum class Stores : std::uint8_t {
-  automatic,  // streaming where the call moves more than twice the last-level cache (at most 96 MiB)
+  automatic,  // streaming where the call moves more than the last-level cache (at most 48 MiB)
   cached,     // through the cache
   streaming,  // around the cache
 };

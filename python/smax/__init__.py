@@ -112,7 +112,7 @@ def softmax(
         stores: how the output is written: ``"cached"`` (through the cache),
             ``"streaming"`` (around it: less memory traffic, nothing left in cache)
             or ``"auto"`` (default: streaming where the call moves more than
-            twice the last-level cache, at most 96 MiB). Results do not depend on it.
+            the last-level cache, at most 48 MiB). Results do not depend on it.
         out: write here instead of a new array: same shape and dtype as ``x``, any
             strides that do not overlap themselves; may be ``x`` itself.
         threads: threads for this call; ``None`` uses ``set_num_threads``'s
@@ -329,7 +329,7 @@ def _empty_aligned(shape, dtype) -> np.ndarray:
     """``np.empty(shape, dtype)`` that starts at a 64-byte boundary where it is large.
 
     NumPy's large arrays start 16 bytes past a page (where malloc puts them), and
-    the kernels' streamed outputs (softmax and log_softmax beyond twice the
+    the kernels' streamed outputs (softmax and log_softmax beyond the
     last-level cache) run faster where each row starts on a whole vector."""
     dtype = np.dtype(dtype)
     count = math.prod(shape)

@@ -107,10 +107,11 @@ void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, std::in
 // one column, whatever panel it lands in).
 //
 // `budget_bytes`: a panel's input and output bytes within L2 (half of it, or less
-// where the next panel's input must fit beside them: kFetchingPanelL2Divisor).
+// where the next panel's input must fit beside them: kFetchingPanelL2Divisor);
+// `min_row_bytes`: kMinPanelRowBytes, or less for panels that fetch the next one.
+inline constexpr std::int64_t kMinPanelRowBytes = 4096;
 std::int64_t panel_width(Op op, std::int64_t length, std::int64_t element_bytes, std::int64_t inner_extent,
-                         std::int64_t budget_bytes, const MachineInfo& m) {
-  constexpr std::int64_t kMinRowBytes = 4096;
+                         std::int64_t budget_bytes, std::int64_t min_row_bytes, const MachineInfo& m) {
   constexpr std::int64_t kMinRowBytesWithinLlc = 1024;
   constexpr std::int64_t kMinRowBytesInL2 = 1024;
   const std::int64_t line = std::max<std::int64_t>(1, 64 / element_bytes);
@@ -118,7 +119,7 @@ std::int64_t panel_width(Op op, std::int64_t length, std::int64_t element_bytes,
   const std::int64_t column_input_bytes = std::max<std::int64_t>(length, 1) * element_bytes;
   const std::int64_t column_bytes = column_input_bytes * (op == Op::logsumexp ? 1 : 2);
   const std::int64_t within_l2 = budget / column_bytes / line * line;
-  std::int64_t widest = std::max(kMinRowBytes / element_bytes, within_l2);
+  std::int64_t widest = std::max(min_row_bytes / element_bytes, within_l2);
   if (widest * column_bytes > m.l2_bytes && within_l2 * element_bytes >= kMinRowBytesInL2) widest = within_l2;
   const std::int64_t llc_share = counted_llc_bytes(m) / (kPanelLlcDivisor * std::max(m.threads, 1));
   const std::int64_t within_llc = llc_share / column_input_bytes / line * line;
@@ -167,13 +168,18 @@ void choose_column_passes(Plan& plan, Op op, DType dtype, std::int64_t panel_inp
 // its arithmetic then follows without overlap. It fetches the next panel's input into
 // L2 during its sum pass instead, where three panels' inputs (its own, its terms, the
 // next) fit in half of L2: its panels narrow to a third of L2 for input and output,
-// not below 4 KiB rows. Measured on the Intel Xeon VM (2 MiB L2; [32, 81, 8732]
-// along axis 1 from DRAM, two threads; docs/PERFORMANCE.md): panels of 976 columns
-// (309 KiB inputs) 22.1-23.0 GB/s with the fetch, 19.8 without; panels of 1456 columns
-// (461 KiB, three of them 1.35 MiB) 17.1 with it, 19.9 without; [8, 256, 3136] (784
-// columns, 784 KiB inputs) 17.1 with it, 18.9 without; with cached stores the fetch
-// lost 10-30% (the output's own lines compete for L2).
+// down to 1 KiB rows (where that is narrow enough to fetch; the next panel's fetch
+// takes the place of the hardware prefetchers that long rows need). Measured on the
+// Intel Xeon VM (2 MiB L2; along axis 1, two threads; docs/PERFORMANCE.md): [32, 81,
+// 8732] from DRAM, panels of 976 columns (309 KiB inputs) 22.1-23.0 GB/s with the
+// fetch, 19.8 without; panels of 1456 columns (461 KiB, three of them 1.35 MiB) 17.1
+// with it, 19.9 without; [8, 256, 3136] with 784 columns (784 KiB inputs) 17.1 with
+// it, 18.9 without, but with 320 columns (1280-byte rows, 320 KiB) 1.21x the 784
+// columns' speed from DRAM, 1.12x with the input in cache and 1.11x all in cache
+// (twenty-third session); with cached stores the fetch lost 10-30% (the output's own
+// lines compete for L2).
 inline constexpr std::int64_t kFetchingPanelL2Divisor = 3;
+inline constexpr std::int64_t kMinFetchingPanelRowBytes = 1024;
 bool fetches_next_panel(const Plan& plan, DType dtype, std::int64_t panel_input_bytes, const MachineInfo& m) {
   return plan.panel_width > 0 && plan.algorithm != Algorithm::online && dtype == DType::f32 &&
          plan.stores == Stores::streaming && 3 * panel_input_bytes <= m.l2_bytes / 2;
@@ -203,9 +209,8 @@ void choose_stores(Plan& plan, Op op, DType dtype, std::int64_t moved, bool colu
   } else {
     plan.because([&] {
       return "; the output streams around the cache (" + std::to_string(moved >> 20) + " MiB moved, over " +
-             std::to_string(streaming_threshold_bytes(m) >> 20) + " MiB: " + std::to_string(kStreamingLlcMultiple) +
-             " times the " + std::to_string(m.l3_bytes >> 20) + " MiB L3, counting at most " +
-             std::to_string(kStreamingLlcCap >> 20) + " MiB)";
+             std::to_string(streaming_threshold_bytes(m) >> 20) + " MiB: the " + std::to_string(m.l3_bytes >> 20) +
+             " MiB L3, counting at most " + std::to_string(kStreamingLlcCap >> 20) + " MiB)";
     });
   }
 }
@@ -227,15 +232,26 @@ Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, std::
     // exact sum, the same exp); the panel's own schedule is what suits columns. naive
     // keeps its textbook rows (it overflows on purpose).
     const std::int64_t element_bytes = static_cast<std::int64_t>(size_of(dtype));
-    std::int64_t width = panel_width(op, length, element_bytes, inner_extent, machine.l2_bytes / 2, machine);
-    // Three-pass f32 panels whose output will stream narrow, so that they can fetch
-    // the next panel beside them (kFetchingPanelL2Divisor).
+    std::int64_t width =
+        panel_width(op, length, element_bytes, inner_extent, machine.l2_bytes / 2, kMinPanelRowBytes, machine);
+    // Three-pass f32 panels whose output will stream narrow, where that lets them
+    // fetch the next panel beside them (kFetchingPanelL2Divisor).
     Plan trial;
     trial.panel_width = width;
     choose_column_passes(trial, op, dtype, length * element_bytes * width, options.algorithm, machine);
     if (dtype == DType::f32 && trial.algorithm != Algorithm::online &&
         output_streams(trial, op, dtype, moved, true, options.stores, machine)) {
-      width = panel_width(op, length, element_bytes, inner_extent, machine.l2_bytes / kFetchingPanelL2Divisor, machine);
+      const std::int64_t fetching = panel_width(op, length, element_bytes, inner_extent,
+                                                machine.l2_bytes / kFetchingPanelL2Divisor, kMinFetchingPanelRowBytes, machine);
+      trial.panel_width = fetching;
+      trial.stores = Stores::streaming;
+      choose_column_passes(trial, op, dtype, length * element_bytes * fetching, options.algorithm, machine);
+      // Otherwise 4 KiB rows: 1 KiB rows that cannot fetch ran 0.87x as fast as
+      // online's 4 KiB ([16, 400, 4096] along axis 1 from DRAM, two threads).
+      width = fetches_next_panel(trial, dtype, length * element_bytes * fetching, machine)
+                  ? fetching
+                  : panel_width(op, length, element_bytes, inner_extent, machine.l2_bytes / kFetchingPanelL2Divisor,
+                                kMinPanelRowBytes, machine);
     }
     plan.panel_width = width;
     plan.because([&] {

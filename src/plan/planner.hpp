@@ -51,23 +51,23 @@ inline constexpr std::int64_t kChunkLength = 32768;
 
 // Under Stores::automatic, a call that moves more than streaming_threshold_bytes
 // (input plus output) writes its softmax or log_softmax output with streaming stores:
-// such an output would not stay in a cache shared with the other cores and their
-// data, and streaming skips the read for ownership of every line, a third of a cached
-// write's traffic. The threshold is kStreamingLlcMultiple times the last-level cache,
-// counting at most kStreamingLlcCap of it (a VM may report its host's whole L3, more
-// than one core reaches). Measured (docs/PERFORMANCE.md): on the Xeon VM (480 MiB L3
-// reported) a scaling pass with cached stores kept cache speed up to 64 MiB moved and
-// fell to DRAM speed from 128 MiB, where streaming stores ran 1.4 to 1.6 times as
-// fast; on the AMD EPYC Zen 5 VM (32 MiB L3) softmax rows with cached stores ran 5% to
-// 40% faster than streamed ones up to 32 MiB moved, about as fast at 64 MiB, and
-// slower from 256 MiB. The thresholds: 96 MiB and 64 MiB.
-inline constexpr std::int64_t kStreamingLlcMultiple = 2;
+// input and output together exceed the last-level cache, so the output would not stay
+// there for whatever reads it next, and streaming skips the read for ownership of
+// every line, a third of a cached write's traffic. The threshold is the last-level
+// cache, counting at most kStreamingLlcCap of it (a VM may report its host's whole L3,
+// more than one core reaches). Measured on the Intel Xeon VM (480 MiB L3 reported;
+// scripts/ab.sh, docs/PERFORMANCE.md, twenty-third session), calls moving 51 to 64 MiB
+// on two threads: where the output buffer was not in cache, streaming ran 1.18 to 1.45
+// times as fast whether the input was in cache or not; only where one output buffer
+// was rewritten call after call (a benchmark's loop, which the VM's larger real L3
+// keeps) did cached stores win, by up to 5% (f32) and 10% (bf16). On the AMD EPYC Zen
+// 5 VM (32 MiB L3) such loops ran 5% to 40% faster cached up to 32 MiB moved and about
+// as fast at 64 MiB (seventh session). Twice the cache, the rule until the
+// twenty-third session, had been set on such loops alone.
 inline constexpr std::int64_t kStreamingLlcCap = std::int64_t{48} << 20;
 // The last-level cache as the planner's rules count it: at most kStreamingLlcCap.
 inline std::int64_t counted_llc_bytes(const MachineInfo& m) { return std::min(m.l3_bytes, kStreamingLlcCap); }
-inline std::int64_t streaming_threshold_bytes(const MachineInfo& m) {
-  return kStreamingLlcMultiple * counted_llc_bytes(m);
-}
+inline std::int64_t streaming_threshold_bytes(const MachineInfo& m) { return counted_llc_bytes(m); }
 
 // BackwardOptions::stores = automatic streams dx where y, dy and dx together exceed
 // this share of the last-level cache, counting at most kStreamingLlcCap of it (a VM

@@ -207,11 +207,14 @@ TEST_F(Planner, TallPanelsKeepLongRowsWhereTheL3IsTheHosts) {
 
 // A short axis whose panels of 4 KiB rows would just overflow L2 (and so run online)
 // narrows its rows to fit half of L2, down to 1 KiB, and takes three passes there:
-// [8, 256, 56, 56] along axis 1 with a 1 MiB L2. Where 4 KiB rows fit (a 2 MiB L2),
-// or only rows under 1 KiB would (a longer axis), the width is the old one.
+// [8, 256, 56, 56] along axis 1 with a 1 MiB L2 (cached stores: streamed panels
+// have a rule of their own, StreamedThreePassPanelsFetchTheNextPanel). Where 4 KiB
+// rows fit (a 2 MiB L2), or only rows under 1 KiB would (a longer axis), the width is
+// the old one.
 TEST_F(Planner, ShortAxisPanelsNarrowToFitL2) {
   const auto columns_plan = [](std::int64_t length, const MachineInfo& m) {
-    return detail::make_plan(Op::softmax, DType::f32, 8 * 3136, length, 3136, {.axis = 1}, m);
+    return detail::make_plan(Op::softmax, DType::f32, 8 * 3136, length, 3136, {.axis = 1, .stores = Stores::cached},
+                             m);
   };
   const MachineInfo small_l2 = two_cores(1 << 20, 32 << 20);
   const detail::Plan narrowed = columns_plan(256, small_l2);
@@ -231,9 +234,10 @@ TEST_F(Planner, ShortAxisPanelsNarrowToFitL2) {
 // A three-pass f32 panel whose output streams fetches the next panel's input during
 // its sum pass, where three panels' inputs fit in half of L2: its panels narrow to a
 // third of L2 for input and output ([32, 81, 8732] along axis 1 with a 2 MiB L2: 976
-// columns, where half of L2 gives 1456), never below 4 KiB rows. Cached outputs, and
-// panels whose next would not fit ([8, 256, 3136]: 4 KiB rows of 256 take 1 MiB), do
-// not fetch.
+// columns, where half of L2 gives 1456), down to 1 KiB rows ([8, 256, 3136]: 320
+// columns, where half of L2 gives 784). Cached outputs do not fetch, nor panels whose
+// next would not fit even with 1 KiB rows ([16, 400, 4096]: those take 400 KiB; it
+// keeps the 4 KiB rows a third of L2 gives, and runs online).
 TEST_F(Planner, StreamedThreePassPanelsFetchTheNextPanel) {
   const MachineInfo m = two_cores(2 << 20, 480 << 20);
   const auto columns_plan = [&](std::int64_t outer, std::int64_t length, std::int64_t inner, Stores stores) {
@@ -250,10 +254,18 @@ TEST_F(Planner, StreamedThreePassPanelsFetchTheNextPanel) {
   EXPECT_EQ(cached.panel_width, 1456);
   EXPECT_FALSE(cached.fetch_next_panel);
 
-  const detail::Plan wide = columns_plan(8, 256, 3136, Stores::streaming);
-  EXPECT_EQ(wide.algorithm, Algorithm::fused);
-  EXPECT_EQ(wide.panel_width, 784);
-  EXPECT_FALSE(wide.fetch_next_panel);
+  const detail::Plan short_rows = columns_plan(8, 256, 3136, Stores::automatic);
+  EXPECT_EQ(short_rows.algorithm, Algorithm::fused);
+  EXPECT_EQ(short_rows.stores, Stores::streaming) << "49 MiB moved, over the 48 MiB counted of the L3";
+  EXPECT_EQ(short_rows.panel_width, 320);
+  EXPECT_TRUE(short_rows.fetch_next_panel);
+  EXPECT_LE(3 * 256 * short_rows.panel_width * 4, m.l2_bytes / 2);
+  EXPECT_EQ(columns_plan(8, 256, 3136, Stores::cached).panel_width, 784);
+
+  const detail::Plan too_tall = columns_plan(16, 400, 4096, Stores::streaming);
+  EXPECT_EQ(too_tall.algorithm, Algorithm::online);
+  EXPECT_EQ(too_tall.panel_width, 1024);
+  EXPECT_FALSE(too_tall.fetch_next_panel);
 
   // Online panels read memory twice anyway: no fetch.
   EXPECT_FALSE(columns_plan(1, 4096, 4096 * 8, Stores::streaming).fetch_next_panel);

@@ -62,8 +62,8 @@ Options:
   --stores MODE       auto, cached or streaming: how the output is written,
                       through the cache or around it (non-temporal stores: less
                       memory traffic, but nothing left in cache). auto streams where
-                      the call moves more than twice the last-level cache (at most
-                      96 MiB; default auto); f64 always uses cached
+                      the call moves more than the last-level cache (at most
+                      48 MiB; default auto); f64 always uses cached
   -h, --help          show this text
 
 Special values: a NaN anywhere in a row makes the whole row NaN; +inf in a row
