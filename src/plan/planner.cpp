@@ -107,7 +107,7 @@ void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, std::in
 // one column, whatever panel it lands in).
 //
 // `budget_bytes`: a panel's input and output bytes within L2 (half of it, or less
-// where the next panel's input must fit beside them: kFetchingPanelL2Divisor);
+// where the next panel's input must fit beside them: fetching_live_multiple);
 // `min_row_bytes`: kMinPanelRowBytes, or less for panels that fetch the next one.
 inline constexpr std::int64_t kMinPanelRowBytes = 4096;
 std::int64_t panel_width(Op op, std::int64_t length, std::int64_t element_bytes, std::int64_t inner_extent,
@@ -163,26 +163,38 @@ void choose_column_passes(Plan& plan, Op op, DType dtype, std::int64_t panel_inp
   }
 }
 
-// A three-pass f32 panel whose output streams (its softmax terms then wait in a
-// scratch panel, not the output) reads memory only in its first pass, the max, which
-// its arithmetic then follows without overlap. It fetches the next panel's input into
-// L2 during its sum pass instead, where three panels' inputs (its own, its terms, the
-// next) fit in half of L2: its panels narrow to a third of L2 for input and output,
-// down to 1 KiB rows (where that is narrow enough to fetch; the next panel's fetch
-// takes the place of the hardware prefetchers that long rows need). Measured on the
-// Intel Xeon VM (2 MiB L2; along axis 1, two threads; docs/PERFORMANCE.md): [32, 81,
-// 8732] from DRAM, panels of 976 columns (309 KiB inputs) 22.1-23.0 GB/s with the
-// fetch, 19.8 without; panels of 1456 columns (461 KiB, three of them 1.35 MiB) 17.1
-// with it, 19.9 without; [8, 256, 3136] with 784 columns (784 KiB inputs) 17.1 with
-// it, 18.9 without, but with 320 columns (1280-byte rows, 320 KiB) 1.21x the 784
-// columns' speed from DRAM, 1.12x with the input in cache and 1.11x all in cache
-// (twenty-third session); with cached stores the fetch lost 10-30% (the output's own
-// lines compete for L2).
-inline constexpr std::int64_t kFetchingPanelL2Divisor = 3;
+// A three-pass panel whose softmax terms wait in a scratch panel (f32 outputs that
+// stream; 16-bit softmax outputs, which cannot hold them) reads memory only in its
+// first pass, the max, which its arithmetic then follows without overlap. It fetches
+// the next panel's input into L2 during its sum pass instead, where what the panel
+// keeps live fits in half of L2: its input, its float terms (as many bytes as the
+// input for f32, twice as many for 16-bit) and the next input; a cached f32 output
+// would add its own lines (kept in y, the terms leave no scratch to fetch beside).
+// Such panels narrow to fit that, down to 1 KiB rows (where that is narrow enough to
+// fetch; the next panel's fetch takes the place of the hardware prefetchers that long
+// rows need). Measured on the Intel Xeon VM (2 MiB L2; along axis 1, two threads;
+// docs/PERFORMANCE.md): f32 [32, 81, 8732] from DRAM, panels of 976 columns (309 KiB
+// inputs) 22.1-23.0 GB/s with the fetch, 19.8 without; panels of 1456 columns (461
+// KiB, three of them 1.35 MiB) 17.1 with it, 19.9 without; f32 [8, 256, 3136] with 784
+// columns (784 KiB inputs) 17.1 with it, 18.9 without, but with 320 columns (1280-byte
+// rows, 320 KiB) 1.21x the 784 columns' speed from DRAM, 1.12x with the input in cache
+// and 1.11x all in cache (twenty-third session); with cached stores the fetch lost
+// 10-30% (the output's own lines compete for L2). bf16 (twenty-third session): [8,
+// 256, 3136] in 448 columns (1.1 MiB live with the output) against 1568 without the
+// fetch 1.03x from DRAM, 1.11x in cache, [32, 81, 8732] 1.22x and 1.14x; [8, 384,
+// 3136] in 448 columns (1.7 MiB) 0.94x from DRAM; rows of 512 to 704 bytes 0.69x to
+// 0.88x.
 inline constexpr std::int64_t kMinFetchingPanelRowBytes = 1024;
-bool fetches_next_panel(const Plan& plan, DType dtype, std::int64_t panel_input_bytes, const MachineInfo& m) {
-  return plan.panel_width > 0 && plan.algorithm != Algorithm::online && dtype == DType::f32 &&
-         plan.stores == Stores::streaming && 3 * panel_input_bytes <= m.l2_bytes / 2;
+// The L2 bytes a fetching panel keeps live for each byte of its input.
+std::int64_t fetching_live_multiple(std::int64_t element_bytes) { return 2 + 4 / element_bytes; }
+bool keeps_terms_apart(Op op, DType dtype, Stores stores) {
+  return op == Op::softmax && (dtype == DType::f32 ? stores == Stores::streaming : dtype != DType::f64);
+}
+bool fetches_next_panel(const Plan& plan, Op op, DType dtype, std::int64_t panel_input_bytes, const MachineInfo& m) {
+  const std::int64_t element_bytes = static_cast<std::int64_t>(size_of(dtype));
+  const bool f32_streams = dtype == DType::f32 && plan.stores == Stores::streaming;
+  return plan.panel_width > 0 && plan.algorithm != Algorithm::online && (f32_streams || keeps_terms_apart(op, dtype, plan.stores)) &&
+         fetching_live_multiple(element_bytes) * panel_input_bytes <= m.l2_bytes / 2;
 }
 
 // Only the softmax and log_softmax output passes of the row kernels (f32_rows.hpp:
@@ -234,24 +246,31 @@ Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, std::
     const std::int64_t element_bytes = static_cast<std::int64_t>(size_of(dtype));
     std::int64_t width =
         panel_width(op, length, element_bytes, inner_extent, machine.l2_bytes / 2, kMinPanelRowBytes, machine);
-    // Three-pass f32 panels whose output will stream narrow, where that lets them
-    // fetch the next panel beside them (kFetchingPanelL2Divisor).
+    // Three-pass panels that will keep their softmax terms apart or stream their
+    // output narrow, where that lets them fetch the next panel beside them
+    // (fetches_next_panel): their input and output within L2 / fetching_live_multiple.
     Plan trial;
     trial.panel_width = width;
     choose_column_passes(trial, op, dtype, length * element_bytes * width, options.algorithm, machine);
-    if (dtype == DType::f32 && trial.algorithm != Algorithm::online &&
-        output_streams(trial, op, dtype, moved, true, options.stores, machine)) {
-      const std::int64_t fetching = panel_width(op, length, element_bytes, inner_extent,
-                                                machine.l2_bytes / kFetchingPanelL2Divisor, kMinFetchingPanelRowBytes, machine);
+    const bool f32_streams = dtype == DType::f32 && output_streams(trial, op, dtype, moved, true, options.stores, machine);
+    trial.stores = f32_streams ? Stores::streaming : Stores::cached;
+    if (trial.algorithm != Algorithm::online && (f32_streams || keeps_terms_apart(op, dtype, trial.stores))) {
+      const std::int64_t budget = machine.l2_bytes / fetching_live_multiple(element_bytes);
+      const std::int64_t fetching =
+          panel_width(op, length, element_bytes, inner_extent, budget, kMinFetchingPanelRowBytes, machine);
       trial.panel_width = fetching;
-      trial.stores = Stores::streaming;
       choose_column_passes(trial, op, dtype, length * element_bytes * fetching, options.algorithm, machine);
-      // Otherwise 4 KiB rows: 1 KiB rows that cannot fetch ran 0.87x as fast as
-      // online's 4 KiB ([16, 400, 4096] along axis 1 from DRAM, two threads).
-      width = fetches_next_panel(trial, dtype, length * element_bytes * fetching, machine)
-                  ? fetching
-                  : panel_width(op, length, element_bytes, inner_extent, machine.l2_bytes / kFetchingPanelL2Divisor,
-                                kMinPanelRowBytes, machine);
+      // Equal panels may come out narrower than the narrowest rows: bf16 [8, 256, 3136]
+      // in 448 columns (896-byte rows) ran 0.91x as fast as without the fetch where
+      // its input was in cache and its output not; in 512 ([8, 256, 4096]) 1.00x.
+      if (fetching * element_bytes >= kMinFetchingPanelRowBytes &&
+          fetches_next_panel(trial, op, dtype, length * element_bytes * fetching, machine)) {
+        width = fetching;
+      } else if (f32_streams) {
+        // 4 KiB rows then: 1 KiB rows that cannot fetch ran 0.87x as fast as online's
+        // 4 KiB ([16, 400, 4096] along axis 1 from DRAM, two threads).
+        width = panel_width(op, length, element_bytes, inner_extent, budget, kMinPanelRowBytes, machine);
+      }
     }
     plan.panel_width = width;
     plan.because([&] {
@@ -294,7 +313,7 @@ Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, std::
   choose_stores(plan, op, dtype, moved, columns, options.stores, machine);
   if (columns) {
     const std::int64_t panel_input_bytes = length * static_cast<std::int64_t>(size_of(dtype)) * plan.panel_width;
-    plan.fetch_next_panel = fetches_next_panel(plan, dtype, panel_input_bytes, machine);
+    plan.fetch_next_panel = fetches_next_panel(plan, op, dtype, panel_input_bytes, machine);
     plan.because([&] {
       return plan.fetch_next_panel ? "; each panel fetches the next one's input into L2 during its sum pass" : "";
     });

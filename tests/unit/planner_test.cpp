@@ -271,6 +271,33 @@ TEST_F(Planner, StreamedThreePassPanelsFetchTheNextPanel) {
   EXPECT_FALSE(columns_plan(1, 4096, 4096 * 8, Stores::streaming).fetch_next_panel);
 }
 
+// 16-bit softmax panels keep their float terms in a scratch panel, so they fetch the
+// next panel's input whatever their stores, where their input, their terms (twice its
+// bytes) and the next input fit in half of L2: panels narrow to a quarter of L2 for
+// input and output, not below 1 KiB rows. [8, 256, 3136] would take 448 columns
+// (896-byte rows): it keeps its width and does not fetch. Log-softmax keeps no terms.
+TEST_F(Planner, SixteenBitSoftmaxPanelsFetchTheNextPanel) {
+  const MachineInfo m = two_cores(2 << 20, 480 << 20);
+  const auto columns_plan = [&](Op op, DType dtype, std::int64_t outer, std::int64_t length, std::int64_t inner) {
+    return detail::make_plan(op, dtype, outer * inner, length, inner, {.axis = 1}, m);
+  };
+  for (DType dtype : {DType::bf16, DType::f16}) {
+    SCOPED_TRACE(to_string(dtype));
+    const detail::Plan fetching = columns_plan(Op::softmax, dtype, 32, 81, 8732);
+    EXPECT_EQ(fetching.algorithm, Algorithm::fused);
+    EXPECT_EQ(fetching.stores, Stores::cached);
+    EXPECT_TRUE(fetching.fetch_next_panel);
+    EXPECT_EQ(fetching.panel_width, 1472);
+    EXPECT_LE(4 * 81 * fetching.panel_width * 2, m.l2_bytes / 2);
+
+    const detail::Plan short_rows = columns_plan(Op::softmax, dtype, 8, 256, 3136);
+    EXPECT_FALSE(short_rows.fetch_next_panel);
+    EXPECT_EQ(short_rows.panel_width, 1568);
+
+    EXPECT_FALSE(columns_plan(Op::log_softmax, dtype, 32, 81, 8732).fetch_next_panel);
+  }
+}
+
 // dx streams beyond a sixth of the L3, counting at most 48 MiB of it: 8 x 128256 f32
 // (11.7 MiB moved) on the Intel Xeon VM (480 MiB reported: 8 MiB) and on the Zen 5 VM
 // (32 MiB: 5.3 MiB); 8 x 128256 bf16 (5.9 MiB) only on the Zen 5 VM. Cross-entropy's

@@ -380,6 +380,64 @@ TEST_F(SimdColumns, PanelsOfEveryWidthLeaveTheirSurroundingsAlone) {
   }
 }
 
+// 16-bit softmax panels keep their float exp terms in a scratch panel (one exp per
+// element) and, with a next panel (Plan::fetch_next_panel), fetch its input during
+// their sum pass: the same bits as without it, within the bar, on every target, for
+// maxima that fold and that do not (|m| > 16384), at unit and other temperatures.
+TEST_F(SimdColumns, SixteenBitPanelsFetchingTheNextWriteTheSameBits) {
+  const auto run = [&](auto type_tag) {
+    using T = decltype(type_tag);
+    constexpr DType dtype = std::is_same_v<T, bfloat16> ? DType::bf16 : DType::f16;
+    const auto from = [](double v) {
+      if constexpr (std::is_same_v<T, bfloat16>) {
+        return to_bfloat16(static_cast<float>(v));
+      } else {
+        return to_half(static_cast<float>(v));
+      }
+    };
+    constexpr std::size_t w = 77, n = 81, x_stride = 2 * w + 3;
+    for (const double offset : {0.0, 7.0, dtype == DType::bf16 ? 20000.0 : -3.0}) {
+      std::vector<T> x(n * x_stride);
+      std::normal_distribution<double> normal(offset, dtype == DType::bf16 ? 12.0 : 3.0);
+      for (T& v : x) v = from(normal(rng()));
+      for (const double temperature : {1.0, 0.3}) {
+        SCOPED_TRACE(std::string(to_string(dtype)) + " offset " + std::to_string(offset) + " T " +
+                     std::to_string(temperature));
+        std::vector<long double> expected(n * w), column(n), out(n);
+        for (std::size_t j = 0; j < w; ++j) {
+          for (std::size_t i = 0; i < n; ++i) column[i] = to_float(x[i * x_stride + j]);
+          reference::row(Op::softmax, column, out, temperature);
+          for (std::size_t i = 0; i < n; ++i) expected[i * w + j] = out[i];
+        }
+        for (std::int64_t target : simd_targets()) {
+          SCOPED_TRACE(hwy::TargetName(target));
+          std::vector<T> alone(n * w), fetching(n * w);
+          cpu::simd::ColumnParams params;
+          params.inv_t = 1.0 / temperature;
+          cpu::simd::ColumnPanel<T> panel{x.data(), static_cast<std::ptrdiff_t>(x_stride), alone.data(),
+                                          static_cast<std::ptrdiff_t>(w), w, n};
+          with_target(target, [&] { cpu::simd::columns(panel, params); });
+          panel.y = fetching.data();
+          panel.next_x = x.data() + w;  // the columns after this panel's
+          panel.next_width = w + 3;
+          with_target(target, [&] { cpu::simd::columns(panel, params); });
+          ASSERT_EQ(std::memcmp(alone.data(), fetching.data(), alone.size() * sizeof(T)), 0);
+          int failures = 0;
+          for (std::size_t k = 0; k < alone.size() && failures < 5; ++k) {
+            std::string why;
+            if (!meets_bar(Op::softmax, dtype, to_float(alone[k]), expected[k], &why)) {
+              ADD_FAILURE() << "row " << k / w << " column " << k % w << ": " << why;
+              ++failures;
+            }
+          }
+        }
+      }
+    }
+  };
+  run(bfloat16{});
+  run(half{});
+}
+
 TEST_F(SimdColumns, TargetsAgreeWithinTheBar) {
   const std::vector<std::int64_t> targets = simd_targets();
   TestTensor x(DType::f32, {5, 300, 70});

@@ -30,9 +30,10 @@ struct ColumnState {
   L* split_shift;        // float lanes, after OutputExp: the folded exp's split of each
   L* split_delta;        //   column's max (its m is -s.m): MaxSplitLanes's shift_minus_k
                          //   or TableLanes::PerLane's shift_a, and delta
-  // Where a three-pass f32 softmax panel's output streams: a panel of `length` rows of
-  // terms_stride floats where its exp terms wait instead of in y (a streaming store to
-  // a line in the cache would first write that line back); null elsewhere.
+  // Where a three-pass softmax panel keeps its exp terms apart from y (16-bit outputs,
+  // which cannot hold them; f32 outputs that stream, since a streaming store to a line
+  // in the cache would first write that line back): a panel of `length` rows of
+  // terms_stride floats; null elsewhere.
   L* terms = nullptr;
   std::ptrdiff_t terms_stride = 0;
 };
@@ -333,6 +334,14 @@ inline constexpr ExpRange kSumRange = kCountAtMax ? kFoldedRange<T> : ExpRange::
 template <class T>
 inline constexpr ExpRange kOutputRange = std::is_same_v<T, bfloat16> ? ExpRange::times_2_64 : ExpRange::flush;
 
+// The range of the terms a softmax sum pass stores for its output pass to scale: the
+// output pass's. Scaled by 2^64 (bf16), they sum to 2^64 d, whose reciprocal is the
+// 2^-64 / d that OutputExp would make of 1/d: the outputs keep their bits. (The sum
+// then takes the terms between exp(-104) and FLT_MIN that kSumRange flushes: below
+// 2^-100 of the max's term, 1, so d's bits barely ever change.)
+template <class T>
+inline constexpr ExpRange kStoredRange = kOutputRange<T>;
+
 // Whether a column vector whose maxima m fold (FoldsMax) can take the table of 2^(j /
 // 32) (TableLanes::PerLane) in range kRange: AVX-512, a range that is not gradual,
 // |m| <= 600.
@@ -351,7 +360,8 @@ HWY_INLINE bool TakesTable(D d, V m) {
 // Calls f(exp_of), exp_of(v) = exp((v - m) / T) for a column vector whose max (finite,
 // or 0 for a non-finite column) is -neg_m: exp_minus_max-inl.h's folded exp in range
 // kRange where FoldsMax allows it (its table form where TakesTable does), else the exp
-// of the argument with its rounding error (Exp<T>).
+// of the argument with its rounding error (Exp<T>), times 2^64 where kRange is
+// times_2_64.
 template <bool kUnitT, ExpRange kRange, class T, class D, class F, class V = hn::Vec<D>>
 HWY_INLINE void WithColumnExp(D d, const InverseTemperatureLanes<D>& t, V neg_m, F&& f) {
   if constexpr (std::is_same_v<hn::TFromD<D>, float>) {
@@ -380,13 +390,20 @@ HWY_INLINE void WithColumnExp(D d, const InverseTemperatureLanes<D>& t, V neg_m,
   f([=](V v) SMAX_INLINE_LAMBDA {
     V z, z_lo;
     ScaledDifference<kUnitT, true>(d, t, v, neg_m, z, z_lo);
-    return Exp<T>(d, z, z_lo);
+    if constexpr (kRange == ExpRange::times_2_64) {
+      // Exact: Exp<T>'s subnormal results become normal, with the bits they had.
+      return hn::Mul(Exp<T>(d, z, z_lo), hn::Set(d, static_cast<hn::TFromD<D>>(0x1p64)));
+    } else {
+      return Exp<T>(d, z, z_lo);
+    }
   });
 }
 
 // Pass 2: at_max and others of every column (kCountAtMax), or their sum d in others;
 // with kStore each term also goes to `terms` (y: f32 softmax on float lanes, f64
-// softmax on double lanes), so that the output pass only scales it: one exp per element.
+// softmax on double lanes; a scratch panel for 16-bit softmax and streamed f32), so
+// that the output pass only scales it: one exp per element. bf16's stored terms (and
+// so d) are exp((x - m) / T) * 2^64 (kStoredRange), as its output pass needs them.
 template <bool kUnitT, bool kStore, bool kCountAtMax, class D, class T, class L = hn::TFromD<D>>
 void SumPass(D d, Strided<const T> x, Strided<L> terms, std::size_t width, std::size_t length,
              const InverseTemperatureLanes<D>& t, const ColumnState<L>& s, Strided<const T> next = {nullptr, 0},
@@ -416,7 +433,7 @@ void SumPass(D d, Strided<const T> x, Strided<L> terms, std::size_t width, std::
         }
         sums.Add(e, v, m);
       };
-      WithColumnExp<kUnitT, kSumRange<T, kCountAtMax>, T>(d, t, neg_m, rows);
+      WithColumnExp<kUnitT, kStore ? kStoredRange<T> : kSumRange<T, kCountAtMax>, T>(d, t, neg_m, rows);
       sums.Store(s, j);
     });
   });
@@ -747,9 +764,9 @@ void ExpOutputPass(D d, Strided<const T> x, Strided<T> y, std::size_t width, std
   }
 }
 
-// The passes over one panel (see f32_columns.hpp). Softmax keeps its exp terms in y
-// between passes 2 and 4 where y holds the lanes' type exactly (f32, f64); 16-bit
-// outputs cannot, so their output pass computes exp again.
+// The passes over one panel (see f32_columns.hpp). Softmax keeps its exp terms
+// between passes 2 and 4: in y where y holds the lanes' type exactly (f32, f64) and
+// is not streamed, else in the thread's scratch panel (ColumnState::terms).
 template <bool kUnitT, class D, class T, class L = hn::TFromD<D>>
 void PanelT(D d, const ColumnPanel<T>& p, const ColumnParams& params, const InverseTemperature& it,
             const ColumnState<L>& s) {
@@ -775,12 +792,14 @@ void PanelT(D d, const ColumnPanel<T>& p, const ColumnParams& params, const Inve
     }
   }
   MaxPass(d, x, p.width, p.length, s);
-  constexpr bool kTermsInY = std::is_same_v<T, L>;
-  // Only dereferenced where T is L: y, or the scratch panel where y streams.
+  // Softmax's terms wait in the scratch panel (16-bit outputs; f32 outputs that
+  // stream), else in y where y holds L exactly (f32, f64); 16-bit outputs without the
+  // scratch panel compute each exp again in the output pass.
+  const bool keeps_terms = softmax && (std::is_same_v<T, L> || s.terms != nullptr);
   const Strided<L> terms = s.terms != nullptr ? Strided<L>{s.terms, s.terms_stride}
                                               : Strided<L>{reinterpret_cast<L*>(p.y), p.y_stride};
   const Strided<const T> next{p.next_x, p.x_stride};
-  if (softmax && kTermsInY) {
+  if (keeps_terms) {
     SumPass<kUnitT, true, false>(d, x, terms, p.width, p.length, t, s, next, p.next_width);
   } else if (softmax) {
     SumPass<kUnitT, false, false>(d, x, terms, p.width, p.length, t, s, next, p.next_width);
@@ -788,7 +807,7 @@ void PanelT(D d, const ColumnPanel<T>& p, const ColumnParams& params, const Inve
     SumPass<kUnitT, false, true>(d, x, terms, p.width, p.length, t, s, next, p.next_width);
   }
   Finish(d, p.y, p.width, params, s);
-  if (softmax && kTermsInY) {
+  if (keeps_terms) {
     OutputPass<kUnitT, OutputOf::terms>(d, Strided<const L>{terms.p, terms.stride}, y, p.width, p.length, t, s,
                                         stream && s.terms != nullptr);
   } else if (softmax) {
@@ -851,13 +870,16 @@ columns_detail::ColumnState<L> state_for(std::size_t width) {
           lanes.get() + 3 * capacity, lanes.get() + 4 * capacity};
 }
 
-// state_for, with the scratch panel of ColumnState::terms where a three-pass f32
-// softmax panel streams its output: rows of whole cache lines, this thread's, grown
-// to the largest panel met and kept. Without it (it cannot grow) the terms wait in y,
-// stored through the cache.
-columns_detail::ColumnState<float> state_for(const ColumnPanel<float>& panel, const ColumnParams& params) {
+// state_for, with the scratch panel of ColumnState::terms where a three-pass softmax
+// panel keeps its exp terms apart from y: 16-bit outputs (which cannot hold them) and
+// f32 outputs that stream. Rows of whole cache lines, this thread's, grown to the
+// largest panel met and kept. Without it (it cannot grow) f32 terms wait in y, stored
+// through the cache, and 16-bit outputs compute each exp again.
+template <class T>
+columns_detail::ColumnState<float> state_for(const ColumnPanel<T>& panel, const ColumnParams& params) {
   columns_detail::ColumnState<float> s = state_for<float>(panel.width);
-  if (params.online || params.op != Op::softmax || params.stores != Stores::streaming) return s;
+  const bool terms_in_y = std::is_same_v<T, float> && params.stores != Stores::streaming;
+  if (params.online || params.op != Op::softmax || terms_in_y) return s;
   thread_local hwy::AlignedFreeUniquePtr<float[]> terms;
   thread_local std::size_t capacity = 0;
   const std::size_t stride = (panel.width + 15) / 16 * 16;
@@ -884,10 +906,10 @@ void columns(const ColumnPanel<float>& panel, const ColumnParams& params) {
   HWY_DYNAMIC_DISPATCH(ColumnsF32)(panel, params, state_for(panel, params));
 }
 void columns(const ColumnPanel<half>& panel, const ColumnParams& params) {
-  HWY_DYNAMIC_DISPATCH(ColumnsF16)(panel, params, state_for<float>(panel.width));
+  HWY_DYNAMIC_DISPATCH(ColumnsF16)(panel, params, state_for(panel, params));
 }
 void columns(const ColumnPanel<bfloat16>& panel, const ColumnParams& params) {
-  HWY_DYNAMIC_DISPATCH(ColumnsBF16)(panel, params, state_for<float>(panel.width));
+  HWY_DYNAMIC_DISPATCH(ColumnsBF16)(panel, params, state_for(panel, params));
 }
 void columns(const ColumnPanel<double>& panel, const ColumnParams& params) {
   HWY_DYNAMIC_DISPATCH(ColumnsF64)(panel, params, state_for<double>(panel.width));

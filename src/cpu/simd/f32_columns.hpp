@@ -11,15 +11,17 @@
 //  2. The sum of exp((x - m) / T): elements equal to the max add exactly 1 and are
 //     counted apart from the others, which are summed in double lanes (compensated
 //     for f64), so d - 1 is exact where the max dominates its column (as
-//     ExactSum::minus_one keeps it for rows). f32 and f64 softmax store each exp term
-//     in y (f32 outputs that stream: in a scratch panel of the thread's). With
+//     ExactSum::minus_one keeps it for rows). Softmax stores each exp term: f32 and
+//     f64 in y, 16-bit outputs (which cannot hold them) and f32 outputs that stream
+//     in a float scratch panel of the thread's (bf16's times 2^64, for its output
+//     pass's subnormal results). With
 //     ColumnPanel::next_x, this pass also fetches the next panel's input into L2.
 //  3. Per column, vectorised: finish_row's non-finite cases (a NaN or +inf: NaN; all
 //     -inf: the AllMasked policy), 1/d, or log(d) = log1p(d - 1) in double;
 //     logsumexp writes m / T + log(d) here and stops.
 //  4. Output, last row first (the rows read last are the likeliest still in cache):
-//     f32 and f64 softmax scale the terms in y by 1/d (one exp per element); 16-bit
-//     softmax computes exp((x - m) / T) / d again; log-softmax (x - m) / T - log(d).
+//     softmax scales its terms by 1/d (one exp per element); log-softmax writes
+//     (x - m) / T - log(d).
 // The exp argument carries its rounding error (argument-inl.h), as in the row kernels.
 //
 // Panels too tall for L2 (ColumnParams::online, float lanes) take two passes instead,
