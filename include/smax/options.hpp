@@ -30,7 +30,7 @@ enum class AllMasked : std::uint8_t {
 // How softmax and log_softmax write their output. Streaming (non-temporal) stores go
 // around the cache: no read for ownership of each line, so a memory-bound call moves a
 // third fewer bytes, but the output is then not in cache for whatever reads it next.
-// Rows of f32, f16 and bf16 and online f32 column panels stream (f64, logsumexp, naive
+// Rows and column panels of f32, f16 and bf16 stream (f64, logsumexp, naive
 // and the rest store through the cache; docs/SEMANTICS.md).
 enum class Stores : std::uint8_t {
   automatic,  // streaming where the call moves more than the last-level cache (at most 48 MiB)

@@ -192,29 +192,28 @@ bool keeps_terms_apart(Op op, DType dtype, Stores stores) {
 }
 bool fetches_next_panel(const Plan& plan, Op op, DType dtype, std::int64_t panel_input_bytes, const MachineInfo& m) {
   const std::int64_t element_bytes = static_cast<std::int64_t>(size_of(dtype));
-  const bool f32_streams = dtype == DType::f32 && plan.stores == Stores::streaming;
-  return plan.panel_width > 0 && plan.algorithm != Algorithm::online && (f32_streams || keeps_terms_apart(op, dtype, plan.stores)) &&
+  const bool streams = plan.stores == Stores::streaming;
+  return plan.panel_width > 0 && plan.algorithm != Algorithm::online && (streams || keeps_terms_apart(op, dtype, plan.stores)) &&
          fetching_live_multiple(element_bytes) * panel_input_bytes <= m.l2_bytes / 2;
 }
 
-// Only the softmax and log_softmax output passes of the row kernels (f32_rows.hpp:
-// f32, f16, bf16) and of f32 column panels (three-pass softmax panels then keep their
-// terms in a scratch panel, not in the output) stream; f64, naive's scalar loop and
-// fused over chunks (whose exps wait in the output) store through the cache.
-// `moved`: the call's input and output bytes.
-bool output_streams(const Plan& plan, Op op, DType dtype, std::int64_t moved, bool columns, Stores asked,
+// Only the softmax and log_softmax output passes of the row kernels (f32_rows.hpp)
+// and of the column panels (f32_columns.hpp; three-pass softmax panels then keep their
+// terms in a scratch panel, not in the output) stream, for f32, f16 and bf16; f64,
+// naive's scalar loop and fused over chunks (whose exps wait in the output) store
+// through the cache. `moved`: the call's input and output bytes.
+bool output_streams(const Plan& plan, Op op, DType dtype, std::int64_t moved, Stores asked,
                     const MachineInfo& m) {
   const bool fused_over_chunks = plan.algorithm == Algorithm::fused && plan.chunk > 0;
-  const bool kernel_streams = columns ? dtype == DType::f32 : dtype != DType::f64;
   const bool can_stream =
-      op != Op::logsumexp && kernel_streams && plan.algorithm != Algorithm::naive && !fused_over_chunks;
+      op != Op::logsumexp && dtype != DType::f64 && plan.algorithm != Algorithm::naive && !fused_over_chunks;
   if (!can_stream || asked == Stores::cached) return false;
   return asked == Stores::streaming || (m.l3_bytes > 0 && moved > streaming_threshold_bytes(m));
 }
 
-void choose_stores(Plan& plan, Op op, DType dtype, std::int64_t moved, bool columns, Stores asked,
+void choose_stores(Plan& plan, Op op, DType dtype, std::int64_t moved, Stores asked,
                    const MachineInfo& m) {
-  if (!output_streams(plan, op, dtype, moved, columns, asked, m)) return;
+  if (!output_streams(plan, op, dtype, moved, asked, m)) return;
   plan.stores = Stores::streaming;
   if (asked == Stores::streaming) {
     plan.because([&] { return "; the output streams around the cache, as asked"; });
@@ -252,9 +251,9 @@ Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, std::
     Plan trial;
     trial.panel_width = width;
     choose_column_passes(trial, op, dtype, length * element_bytes * width, options.algorithm, machine);
-    const bool f32_streams = dtype == DType::f32 && output_streams(trial, op, dtype, moved, true, options.stores, machine);
-    trial.stores = f32_streams ? Stores::streaming : Stores::cached;
-    if (trial.algorithm != Algorithm::online && (f32_streams || keeps_terms_apart(op, dtype, trial.stores))) {
+    const bool streams = output_streams(trial, op, dtype, moved, options.stores, machine);
+    trial.stores = streams ? Stores::streaming : Stores::cached;
+    if (trial.algorithm != Algorithm::online && (streams || keeps_terms_apart(op, dtype, trial.stores))) {
       const std::int64_t budget = machine.l2_bytes / fetching_live_multiple(element_bytes);
       const std::int64_t fetching =
           panel_width(op, length, element_bytes, inner_extent, budget, kMinFetchingPanelRowBytes, machine);
@@ -266,7 +265,7 @@ Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, std::
       if (fetching * element_bytes >= kMinFetchingPanelRowBytes &&
           fetches_next_panel(trial, op, dtype, length * element_bytes * fetching, machine)) {
         width = fetching;
-      } else if (f32_streams) {
+      } else if (streams && dtype == DType::f32) {
         // 4 KiB rows then: 1 KiB rows that cannot fetch ran 0.87x as fast as online's
         // 4 KiB ([16, 400, 4096] along axis 1 from DRAM, two threads).
         width = panel_width(op, length, element_bytes, inner_extent, budget, kMinPanelRowBytes, machine);
@@ -310,7 +309,7 @@ Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, std::
            ", at least " + std::to_string(kMinElementsPerThread) + " elements per thread)";
   });
 
-  choose_stores(plan, op, dtype, moved, columns, options.stores, machine);
+  choose_stores(plan, op, dtype, moved, options.stores, machine);
   if (columns) {
     const std::int64_t panel_input_bytes = length * static_cast<std::int64_t>(size_of(dtype)) * plan.panel_width;
     plan.fetch_next_panel = fetches_next_panel(plan, op, dtype, panel_input_bytes, machine);

@@ -88,7 +88,7 @@ TEST_F(Planner, SoftmaxRowsThatFitInCacheRunFusedOverChunks) {
   EXPECT_EQ(streamed.stores, Stores::streaming) << streamed.reason;
 }
 
-TEST_F(Planner, StoresStreamOnlySoftmaxAndLogSoftmaxRowsAndF32Panels) {
+TEST_F(Planner, StoresStreamOnlySoftmaxAndLogSoftmaxOfF32And16Bit) {
   const std::array<std::int64_t, 2> large{rows_beyond_streaming(4096), 4096};
   const std::array<std::int64_t, 2> small{64, 1000};
   const PlanInfo auto_large = plan(Op::softmax, large, DType::f32);
@@ -107,14 +107,14 @@ TEST_F(Planner, StoresStreamOnlySoftmaxAndLogSoftmaxRowsAndF32Panels) {
   for (Options options : {Options{.stores = Stores::streaming}, Options{.stores = Stores::automatic}}) {
     EXPECT_EQ(plan(Op::logsumexp, large, DType::f32, options).stores, Stores::cached);
     EXPECT_EQ(plan(Op::softmax, large, DType::f64, options).stores, Stores::cached);
-    // 16-bit column panels of three passes store through the cache (64 elements along
-    // axis 0: a panel fits in L2); f32 ones stream (their terms wait in a scratch panel).
+    // Column panels of three passes (64 elements along axis 0: a panel fits in L2)
+    // stream too: their softmax terms wait in a scratch panel.
     options.axis = 0;
     const std::array<std::int64_t, 2> short_columns{64, 2 * rows_beyond_streaming(64)};
-    EXPECT_EQ(plan(Op::softmax, short_columns, DType::bf16, options).algorithm, Algorithm::fused);
-    EXPECT_EQ(plan(Op::softmax, short_columns, DType::bf16, options).stores, Stores::cached);
-    EXPECT_EQ(plan(Op::softmax, short_columns, DType::f32, options).algorithm, Algorithm::fused);
-    EXPECT_EQ(plan(Op::softmax, short_columns, DType::f32, options).stores, Stores::streaming);
+    for (DType dtype : {DType::bf16, DType::f32}) {
+      EXPECT_EQ(plan(Op::softmax, short_columns, dtype, options).algorithm, Algorithm::fused);
+      EXPECT_EQ(plan(Op::softmax, short_columns, dtype, options).stores, Stores::streaming);
+    }
     options.axis = -1;
     options.algorithm = Algorithm::naive;
     EXPECT_EQ(plan(Op::softmax, large, DType::f32, options).stores, Stores::cached);
@@ -275,26 +275,32 @@ TEST_F(Planner, StreamedThreePassPanelsFetchTheNextPanel) {
 // next panel's input whatever their stores, where their input, their terms (twice its
 // bytes) and the next input fit in half of L2: panels narrow to a quarter of L2 for
 // input and output, not below 1 KiB rows. [8, 256, 3136] would take 448 columns
-// (896-byte rows): it keeps its width and does not fetch. Log-softmax keeps no terms.
+// (896-byte rows): it keeps its width and does not fetch. Log-softmax keeps no terms:
+// it fetches only where its output streams.
 TEST_F(Planner, SixteenBitSoftmaxPanelsFetchTheNextPanel) {
   const MachineInfo m = two_cores(2 << 20, 480 << 20);
-  const auto columns_plan = [&](Op op, DType dtype, std::int64_t outer, std::int64_t length, std::int64_t inner) {
-    return detail::make_plan(op, dtype, outer * inner, length, inner, {.axis = 1}, m);
+  const auto columns_plan = [&](Op op, DType dtype, std::int64_t outer, std::int64_t length, std::int64_t inner,
+                                Stores stores) {
+    return detail::make_plan(op, dtype, outer * inner, length, inner, {.axis = 1, .stores = stores}, m);
   };
   for (DType dtype : {DType::bf16, DType::f16}) {
     SCOPED_TRACE(to_string(dtype));
-    const detail::Plan fetching = columns_plan(Op::softmax, dtype, 32, 81, 8732);
-    EXPECT_EQ(fetching.algorithm, Algorithm::fused);
-    EXPECT_EQ(fetching.stores, Stores::cached);
-    EXPECT_TRUE(fetching.fetch_next_panel);
-    EXPECT_EQ(fetching.panel_width, 1472);
-    EXPECT_LE(4 * 81 * fetching.panel_width * 2, m.l2_bytes / 2);
+    for (Stores stores : {Stores::cached, Stores::automatic}) {
+      const detail::Plan fetching = columns_plan(Op::softmax, dtype, 32, 81, 8732, stores);
+      EXPECT_EQ(fetching.algorithm, Algorithm::fused);
+      EXPECT_EQ(fetching.stores, stores == Stores::cached ? Stores::cached : Stores::streaming) << "86 MiB moved";
+      EXPECT_TRUE(fetching.fetch_next_panel);
+      EXPECT_EQ(fetching.panel_width, 1472);
+      EXPECT_LE(4 * 81 * fetching.panel_width * 2, m.l2_bytes / 2);
+    }
 
-    const detail::Plan short_rows = columns_plan(Op::softmax, dtype, 8, 256, 3136);
+    const detail::Plan short_rows = columns_plan(Op::softmax, dtype, 8, 256, 3136, Stores::automatic);
+    EXPECT_EQ(short_rows.stores, Stores::cached) << "25 MiB moved";
     EXPECT_FALSE(short_rows.fetch_next_panel);
     EXPECT_EQ(short_rows.panel_width, 1568);
 
-    EXPECT_FALSE(columns_plan(Op::log_softmax, dtype, 32, 81, 8732).fetch_next_panel);
+    EXPECT_FALSE(columns_plan(Op::log_softmax, dtype, 32, 81, 8732, Stores::cached).fetch_next_panel);
+    EXPECT_TRUE(columns_plan(Op::log_softmax, dtype, 32, 81, 8732, Stores::automatic).fetch_next_panel);
   }
 }
 

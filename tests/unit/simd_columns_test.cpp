@@ -381,10 +381,12 @@ TEST_F(SimdColumns, PanelsOfEveryWidthLeaveTheirSurroundingsAlone) {
 }
 
 // 16-bit softmax panels keep their float exp terms in a scratch panel (one exp per
-// element) and, with a next panel (Plan::fetch_next_panel), fetch its input during
-// their sum pass: the same bits as without it, within the bar, on every target, for
-// maxima that fold and that do not (|m| > 16384), at unit and other temperatures.
-TEST_F(SimdColumns, SixteenBitPanelsFetchingTheNextWriteTheSameBits) {
+// element), may fetch the next panel's input during their sum pass
+// (Plan::fetch_next_panel) and may stream their output (whole cache lines only, rows
+// of any alignment): the same bits every way, within the bar, nothing written
+// outside the panel, on every target; for maxima that fold and that do not (|m| >
+// 16384), at unit and other temperatures.
+TEST_F(SimdColumns, SixteenBitPanelsWriteTheSameBitsFetchingOrStreaming) {
   const auto run = [&](auto type_tag) {
     using T = decltype(type_tag);
     constexpr DType dtype = std::is_same_v<T, bfloat16> ? DType::bf16 : DType::f16;
@@ -395,7 +397,8 @@ TEST_F(SimdColumns, SixteenBitPanelsFetchingTheNextWriteTheSameBits) {
         return to_half(static_cast<float>(v));
       }
     };
-    constexpr std::size_t w = 77, n = 81, x_stride = 2 * w + 3;
+    constexpr std::size_t w = 77, n = 81, x_stride = 2 * w + 3, y_stride = w + 3;
+    const T poison = from(-12345.0);  // no softmax output, NaN included
     for (const double offset : {0.0, 7.0, dtype == DType::bf16 ? 20000.0 : -3.0}) {
       std::vector<T> x(n * x_stride);
       std::normal_distribution<double> normal(offset, dtype == DType::bf16 ? 12.0 : 3.0);
@@ -411,23 +414,44 @@ TEST_F(SimdColumns, SixteenBitPanelsFetchingTheNextWriteTheSameBits) {
         }
         for (std::int64_t target : simd_targets()) {
           SCOPED_TRACE(hwy::TargetName(target));
-          std::vector<T> alone(n * w), fetching(n * w);
-          cpu::simd::ColumnParams params;
-          params.inv_t = 1.0 / temperature;
-          cpu::simd::ColumnPanel<T> panel{x.data(), static_cast<std::ptrdiff_t>(x_stride), alone.data(),
-                                          static_cast<std::ptrdiff_t>(w), w, n};
-          with_target(target, [&] { cpu::simd::columns(panel, params); });
-          panel.y = fetching.data();
-          panel.next_x = x.data() + w;  // the columns after this panel's
-          panel.next_width = w + 3;
-          with_target(target, [&] { cpu::simd::columns(panel, params); });
-          ASSERT_EQ(std::memcmp(alone.data(), fetching.data(), alone.size() * sizeof(T)), 0);
-          int failures = 0;
-          for (std::size_t k = 0; k < alone.size() && failures < 5; ++k) {
-            std::string why;
-            if (!meets_bar(Op::softmax, dtype, to_float(alone[k]), expected[k], &why)) {
-              ADD_FAILURE() << "row " << k / w << " column " << k % w << ": " << why;
-              ++failures;
+          std::vector<T> first;
+          for (const bool fetch : {false, true}) {
+            for (const Stores stores : {Stores::cached, Stores::streaming}) {
+              SCOPED_TRACE(std::string(fetch ? "fetching " : "") + std::string(to_string(stores)));
+              std::vector<T> y(2 + n * y_stride, poison);  // rows start 2 bytes past y's alignment
+              cpu::simd::ColumnPanel<T> panel{x.data(), static_cast<std::ptrdiff_t>(x_stride), y.data() + 1,
+                                              static_cast<std::ptrdiff_t>(y_stride), w, n};
+              if (fetch) {
+                panel.next_x = x.data() + w;  // the columns after this panel's
+                panel.next_width = w + 3;
+              }
+              cpu::simd::ColumnParams params;
+              params.inv_t = 1.0 / temperature;
+              params.stores = stores;
+              with_target(target, [&] { cpu::simd::columns(panel, params); });
+              if (first.empty()) {
+                first = y;
+              } else {
+                ASSERT_EQ(std::memcmp(first.data(), y.data(), y.size() * sizeof(T)), 0);
+                continue;
+              }
+              int failures = 0;
+              for (std::size_t k = 0; k < y.size() && failures < 5; ++k) {
+                const bool inside = k >= 1 && (k - 1) / y_stride < n && (k - 1) % y_stride < w;
+                if (!inside) {
+                  if (y[k].bits != poison.bits) {
+                    ADD_FAILURE() << "wrote outside the panel at " << k;
+                    ++failures;
+                  }
+                  continue;
+                }
+                const std::size_t i = (k - 1) / y_stride, j = (k - 1) % y_stride;
+                std::string why;
+                if (!meets_bar(Op::softmax, dtype, to_float(y[k]), expected[i * w + j], &why)) {
+                  ADD_FAILURE() << "row " << i << " column " << j << ": " << why;
+                  ++failures;
+                }
+              }
             }
           }
         }

@@ -659,8 +659,9 @@ OutputOf OutputExp(D d, std::size_t width, const ColumnState<L>& s) {
 inline constexpr std::size_t kOutputFetchBytes = 16 * 1024;
 
 // Pass 3, last row first (the rows read last are the likeliest still in cache), from
-// `src` (S: the terms in y, or x) to y (T), as kOf says. `stream`: f32 rows are
-// written with streaming stores (whole vectors at aligned addresses), then fenced.
+// `src` (S: the terms, or x) to y (T), as kOf says. `stream`: float-lane rows are
+// written with streaming stores (whole vectors of T at aligned addresses; 16-bit
+// vectors narrower than 16 bytes, SSE4's, through the cache), then fenced.
 // Four column vectors a step: each exp is one long chain of dependent operations, and
 // four side by side ran online panels 5-10% faster than one at a time (Intel Xeon VM,
 // 256 x 512 along axis 0 in L2, online asked).
@@ -720,14 +721,14 @@ void OutputPass(D d, Strided<const S> src, Strided<T> y, std::size_t width, std:
       put(v2, j + 2 * N);
       put(v3, j + 3 * N);
     };
-    if constexpr (std::is_same_v<T, float> && std::is_same_v<L, float>) {
-      if (stream && reinterpret_cast<std::uintptr_t>(to) % sizeof(float) == 0) {
-        WalkAlignedGroups<4>(
+    if constexpr (std::is_same_v<L, float>) {
+      if (stream && reinterpret_cast<std::uintptr_t>(to) % sizeof(T) == 0) {
+        WalkLineGroups<4>(
             d, to, width,
             [&](std::size_t j) SMAX_INLINE_LAMBDA {
-              four(j, [&](hn::Vec<D> v, std::size_t at) SMAX_INLINE_LAMBDA { hn::Stream(v, d, to + at); });
+              four(j, [&](hn::Vec<D> v, std::size_t at) SMAX_INLINE_LAMBDA { StreamF32(d, v, to + at); });
             },
-            [&](std::size_t j) SMAX_INLINE_LAMBDA { hn::Stream(value(j, N, std::false_type()), d, to + j); },
+            [&](std::size_t j) SMAX_INLINE_LAMBDA { StreamF32(d, value(j, N, std::false_type()), to + j); },
             [&](std::size_t j, std::size_t count) SMAX_INLINE_LAMBDA {
               Store<T, true>(d, value(j, count, std::true_type()), to + j, count);
             });
@@ -774,7 +775,7 @@ void PanelT(D d, const ColumnPanel<T>& p, const ColumnParams& params, const Inve
   const Strided<const T> x{p.x, p.x_stride};
   const Strided<T> y{p.y, p.y_stride};
   const bool softmax = params.op == Op::softmax;
-  const bool stream = params.stores == Stores::streaming;  // f32 outputs (OutputPass)
+  const bool stream = params.stores == Stores::streaming;  // float-lane outputs (OutputPass)
   if constexpr (std::is_same_v<L, float>) {
     if (params.online) {
       if (softmax) {
@@ -811,7 +812,7 @@ void PanelT(D d, const ColumnPanel<T>& p, const ColumnParams& params, const Inve
     OutputPass<kUnitT, OutputOf::terms>(d, Strided<const L>{terms.p, terms.stride}, y, p.width, p.length, t, s,
                                         stream && s.terms != nullptr);
   } else if (softmax) {
-    ExpOutputPass<kUnitT>(d, x, y, p.width, p.length, t, s, false);
+    ExpOutputPass<kUnitT>(d, x, y, p.width, p.length, t, s, stream);
   } else if (params.op == Op::log_softmax) {
     OutputPass<kUnitT, OutputOf::log>(d, x, y, p.width, p.length, t, s, stream);
   }

@@ -206,6 +206,26 @@ HWY_INLINE void WalkAlignedGroups(D d, const T* y, std::size_t n, Group&& group,
   if (body_end < n) part(body_end, n - body_end);
 }
 
+// WalkAlignedGroups for streaming stores of vectors that may be narrower than a
+// cache line (16-bit outputs: half a line on AVX-512): the whole vectors cover only
+// whole lines of y, so that every line is streamed whole (one that is streamed in part
+// is written back in part, at a read of the line's rest). The pieces before the first
+// whole line and after the last go to part(i, count <= Lanes) a vector at a time.
+template <std::size_t kUnroll, class D, class T, class Group, class Whole, class Part>
+HWY_INLINE void WalkLineGroups(D d, const T* y, std::size_t n, Group&& group, Whole&& whole, Part&& part) {
+  constexpr std::size_t kLineBytes = 64;
+  const std::size_t N = hn::Lanes(d);
+  const std::size_t line = std::max<std::size_t>(N, kLineBytes / sizeof(T));  // a multiple of N
+  const std::size_t misalignment = reinterpret_cast<std::uintptr_t>(y) % kLineBytes;
+  const std::size_t head = std::min(n, (kLineBytes - misalignment) % kLineBytes / sizeof(T));
+  const std::size_t body_end = head + (n - head) / line * line;
+  for (std::size_t i = 0; i < head; i += N) part(i, std::min(N, head - i));
+  std::size_t i = head;
+  for (; i + kUnroll * N <= body_end; i += kUnroll * N) group(i);
+  for (; i < body_end; i += N) whole(i);
+  for (i = body_end; i < n; i += N) part(i, std::min(N, n - i));
+}
+
 }  // namespace smax::cpu::simd::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
