@@ -191,26 +191,16 @@ HWY_INLINE void WalkAligned(D d, const T* y, std::size_t n, bool backward, Whole
   }
 }
 
-// WalkAligned forward, its whole vectors in groups of kUnroll (group(i) handles [i, i
-// + kUnroll * Lanes)), then single ones: independent steps side by side, for passes
-// whose step is one long dependency chain (an exp).
-template <std::size_t kUnroll, class D, class T, class Group, class Whole, class Part>
-HWY_INLINE void WalkAlignedGroups(D d, const T* y, std::size_t n, Group&& group, Whole&& whole, Part&& part) {
-  const std::size_t N = hn::Lanes(d);
-  const std::size_t head = AlignmentHead(d, y, n);
-  const std::size_t body_end = head + (n - head) / N * N;
-  if (head > 0) part(0, head);
-  std::size_t i = head;
-  for (; i + kUnroll * N <= body_end; i += kUnroll * N) group(i);
-  for (; i < body_end; i += N) whole(i);
-  if (body_end < n) part(body_end, n - body_end);
-}
-
-// WalkAlignedGroups for streaming stores of vectors that may be narrower than a
-// cache line (16-bit outputs: half a line on AVX-512): the whole vectors cover only
-// whole lines of y, so that every line is streamed whole (one that is streamed in part
-// is written back in part, at a read of the line's rest). The pieces before the first
-// whole line and after the last go to part(i, count <= Lanes) a vector at a time.
+// Visits [0, n) for streaming stores of vectors that may be narrower than a cache
+// line (16-bit outputs: half a line on AVX-512): whole vectors, in groups of kUnroll
+// (group(i) handles [i, i + kUnroll * Lanes)) and then single ones (whole(i)), cover
+// whole lines of y only, so that every line is streamed whole (one streamed in part
+// is written back in part, at a read of its rest); the pieces before the first whole
+// line and after the last go to part(i, count <= Lanes) a vector at a time. (The row
+// kernels' WalkAligned streams whole vectors from the vector's alignment: bf16 rows
+// 16 or 32 bytes past a line ran 1-9% faster so than on whole lines, where each row's
+// edge lines, then stored through the cache, wait for their reads; 48 bytes past, 0.8x:
+// docs/PERFORMANCE.md, twenty-third session.)
 template <std::size_t kUnroll, class D, class T, class Group, class Whole, class Part>
 HWY_INLINE void WalkLineGroups(D d, const T* y, std::size_t n, Group&& group, Whole&& whole, Part&& part) {
   constexpr std::size_t kLineBytes = 64;
