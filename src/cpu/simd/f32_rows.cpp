@@ -386,8 +386,8 @@ HWY_INLINE bool Streams(Stores stores, const T* y) {
   return stores == Stores::streaming && reinterpret_cast<std::uintptr_t>(y) % sizeof(T) == 0;
 }
 
-// Map with streaming stores (whole vectors at aligned addresses, the pieces around
-// them by the tail stores), then fenced. kNotNaN: f's values are never NaN
+// Map with streaming stores (whole vectors on whole cache lines, the pieces around
+// them by the tail stores: WalkAligned), then fenced. kNotNaN: f's values are never NaN
 // (StoreF32NotNaN). Outputs stream where the input comes from memory: `ahead` goes
 // into L2 only (FetchAhead; one row of 2^24 f32 from DRAM 5-6% faster so).
 template <bool kNotNaN = false, class TX, class TY, class F>

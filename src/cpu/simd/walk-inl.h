@@ -171,44 +171,62 @@ class ShiftedLoads {
 #endif
 };
 
-// Visits [0, n) with whole vectors whose part of y (the row written) lies at
-// addresses aligned to the vector, as streaming stores need them: whole(i) handles
-// [i, i + Lanes), part(i, count) the up to two pieces (count < Lanes) before and
-// after, from the start or (backward) from the end. y must be aligned to sizeof(T).
+// Streaming stores write whole cache lines where they can: a line streamed in part
+// and stored in part through the cache is written back in part, at a read of its
+// rest. kLineBytes: x86's line.
+inline constexpr std::size_t kLineBytes = 64;
+
+// The elements of T in a cache line, at least a vector (so a multiple of Lanes).
+template <class D, class T>
+HWY_INLINE std::size_t LineLanes(D d, const T* /*y*/) {
+  return std::max<std::size_t>(hn::Lanes(d), kLineBytes / sizeof(T));
+}
+
+// The elements of a row at y (aligned to sizeof(T)) before its first whole cache
+// line, at most n.
+template <class T>
+HWY_INLINE std::size_t LineHead(const T* y, std::size_t n) {
+  const std::size_t misalignment = reinterpret_cast<std::uintptr_t>(y) % kLineBytes;
+  return std::min(n, (kLineBytes - misalignment) % kLineBytes / sizeof(T));
+}
+
+// Visits [0, n) for streaming stores to y (the row written; aligned to sizeof(T)):
+// whole vectors that cover whole cache lines of y go to whole(i) ([i, i + Lanes);
+// forward, or backward from the end), and after them the pieces before the first
+// whole line and after the last to part(i, count <= Lanes), a vector at a time. The
+// pieces' lines, stored through the cache, are fetched for writing first, so that
+// their reads overlap the streaming stores instead of stalling them. bf16 rows (whose
+// vectors are half a line on AVX-512) 48 bytes past a line ran 1.23-1.47x as fast so
+// as with whole vectors from the vector's alignment, pieces first (a line streamed in
+// part, then stored in part through the cache); 16 bytes past 1.00-1.02x, f32 rows
+// the same (docs/PERFORMANCE.md, twenty-third session).
 template <class D, class T, class Whole, class Part>
 HWY_INLINE void WalkAligned(D d, const T* y, std::size_t n, bool backward, Whole&& whole, Part&& part) {
   const std::size_t N = hn::Lanes(d);
-  const std::size_t head = AlignmentHead(d, y, n);
-  const std::size_t body_end = head + (n - head) / N * N;
+  const std::size_t head = LineHead(y, n);
+  const std::size_t body_end = head + (n - head) / LineLanes(d, y) * LineLanes(d, y);
+  if (head > 0) __builtin_prefetch(y, 1, 3);
+  if (body_end < n) __builtin_prefetch(y + body_end, 1, 3);
   if (!backward) {
-    if (head > 0) part(0, head);
     for (std::size_t i = head; i < body_end; i += N) whole(i);
-    if (body_end < n) part(body_end, n - body_end);
   } else {
-    if (body_end < n) part(body_end, n - body_end);
     for (std::size_t i = body_end; i > head; i -= N) whole(i - N);
-    if (head > 0) part(0, head);
   }
+  for (std::size_t i = 0; i < head; i += N) part(i, std::min(N, head - i));
+  for (std::size_t i = body_end; i < n; i += N) part(i, std::min(N, n - i));
 }
 
-// Visits [0, n) for streaming stores of vectors that may be narrower than a cache
-// line (16-bit outputs: half a line on AVX-512): whole vectors, in groups of kUnroll
-// (group(i) handles [i, i + kUnroll * Lanes)) and then single ones (whole(i)), cover
-// whole lines of y only, so that every line is streamed whole (one streamed in part
-// is written back in part, at a read of its rest); the pieces before the first whole
-// line and after the last go to part(i, count <= Lanes) a vector at a time. (The row
-// kernels' WalkAligned streams whole vectors from the vector's alignment: bf16 rows
-// 16 or 32 bytes past a line ran 1-9% faster so than on whole lines, where each row's
-// edge lines, then stored through the cache, wait for their reads; 48 bytes past, 0.8x:
-// docs/PERFORMANCE.md, twenty-third session.)
+// WalkAligned forward without the fetches, its whole vectors in groups of kUnroll
+// (group(i) handles [i, i + kUnroll * Lanes)) and then single ones, the pieces
+// first: for passes whose step is one long dependency chain (an exp). The column
+// panels' output pass (f32_columns.cpp): with half-line bf16 vectors streamed from
+// the vector's alignment, [32, 81, 8732] along axis 1 ran 0.86-0.90x as fast as
+// cached, with whole lines 1.16-1.17x.
 template <std::size_t kUnroll, class D, class T, class Group, class Whole, class Part>
 HWY_INLINE void WalkLineGroups(D d, const T* y, std::size_t n, Group&& group, Whole&& whole, Part&& part) {
-  constexpr std::size_t kLineBytes = 64;
   const std::size_t N = hn::Lanes(d);
-  const std::size_t line = std::max<std::size_t>(N, kLineBytes / sizeof(T));  // a multiple of N
-  const std::size_t misalignment = reinterpret_cast<std::uintptr_t>(y) % kLineBytes;
-  const std::size_t head = std::min(n, (kLineBytes - misalignment) % kLineBytes / sizeof(T));
-  const std::size_t body_end = head + (n - head) / line * line;
+  const std::size_t head = LineHead(y, n);
+  const std::size_t body_end = head + (n - head) / LineLanes(d, y) * LineLanes(d, y);
   for (std::size_t i = 0; i < head; i += N) part(i, std::min(N, head - i));
   std::size_t i = head;
   for (; i + kUnroll * N <= body_end; i += kUnroll * N) group(i);
