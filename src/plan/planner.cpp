@@ -45,7 +45,7 @@ void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, std::in
     });
   } else if (dtype != DType::f64 && op == Op::softmax && (chunks_fit_l2 || call_stays_cached)) {
     plan.algorithm = Algorithm::fused;
-    plan.chunk = kChunkLength;
+    plan.chunk = chunk_length(length);
     plan.because([&] {
       const std::string with = exps_bytes > 0 ? " with its float exps (" + kib(exps_bytes) + ")" : "";
       const std::string l2 = kib(m.l2_bytes);
@@ -55,16 +55,16 @@ void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, std::in
                            : " is in a call that stays in the cache (" + kib(call_bytes) +
                                  (exps_bytes > 0 ? " and float exps" : "") + ", at most 1/" +
                                  std::to_string(kFusedCallLlcDivisor) + " of L3)";
-      return row() + where + ": fused over chunks of " + std::to_string(kChunkLength) +
+      return row() + where + ": fused over chunks of " + std::to_string(plan.chunk) +
              " elements (each chunk's exps stored " + (exps_bytes > 0 ? "in a float buffer" : "in the output") +
              ", then scaled from the cache), merged in a fixed order, so threads can share the row";
     });
   } else if (length >= kSplitMinLength) {
     plan.algorithm = Algorithm::online;
     plan.order = PassOrder::reverse;
-    plan.chunk = kChunkLength;
+    plan.chunk = chunk_length(length);
     plan.because([&] {
-      return row() + ": online over chunks of " + std::to_string(kChunkLength) +
+      return row() + ": online over chunks of " + std::to_string(plan.chunk) +
              " elements, each read twice from cache and merged in a fixed order, so threads can share the row";
     });
   } else if (row_bytes <= m.l2_bytes) {

@@ -49,6 +49,19 @@ inline constexpr std::int64_t kMinElementsPerThread = 32768;
 inline constexpr std::int64_t kSplitMinLength = 65536;
 inline constexpr std::int64_t kChunkLength = 32768;
 
+// The chunk length of a row of n elements split into chunks: as many chunks as
+// kChunkLength makes, rounded up to an even count (an odd one leaves one of two
+// threads a chunk more than the other: 1 x 151936 in five chunks of 32768 ran 1.47x
+// faster on two threads than on one; docs/PERFORMANCE.md, twenty-third session), of
+// equal lengths in whole multiples of 64 elements (the last chunk shorter). It
+// depends on n alone, never on the thread count.
+inline std::int64_t chunk_length(std::int64_t n) {
+  std::int64_t chunks = (n + kChunkLength - 1) / kChunkLength;
+  if (chunks > 1 && chunks % 2 == 1) ++chunks;
+  const std::int64_t length = (n + chunks - 1) / std::max<std::int64_t>(chunks, 1);
+  return (length + 63) / 64 * 64;
+}
+
 // Under Stores::automatic, a call that moves more than streaming_threshold_bytes
 // (input plus output) writes its softmax or log_softmax output with streaming stores:
 // input and output together exceed the last-level cache, so the output would not stay

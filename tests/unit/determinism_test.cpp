@@ -115,15 +115,15 @@ TEST_F(FusedOverChunks, MaxesFoundBesideTheExpsMeetTheBar) {
   // Fused over chunks (the 16-bit rows' exps in a float buffer, which lets a guess
   // stand in place too), and rows beyond the cache online over chunks (their sum
   // passes find the max the same way).
-  // C: where the second chunk starts.
-  constexpr std::int64_t C = detail::kChunkLength;
-  constexpr std::int64_t kTwoChunks = 2 * C + 7233;
-  const std::pair<DType, std::int64_t> cases[] = {{DType::f32, kTwoChunks}, {DType::bf16, kTwoChunks},
-                                                  {DType::f16, kTwoChunks}, {DType::f32, 300007},
-                                                  {DType::bf16, 300007},    {DType::f16, 300007}};
+  constexpr std::int64_t kThreeChunks = 2 * detail::kChunkLength + 7233;  // four, equal
+  const std::pair<DType, std::int64_t> cases[] = {{DType::f32, kThreeChunks}, {DType::bf16, kThreeChunks},
+                                                  {DType::f16, kThreeChunks}, {DType::f32, 300007},
+                                                  {DType::bf16, 300007},      {DType::f16, 300007}};
   int split = 0;
   for (const auto& [dtype, n] : cases) {
     SCOPED_TRACE(std::string(to_string(dtype)) + " n=" + std::to_string(n));
+    // C: where the second chunk starts.
+    const std::int64_t C = detail::chunk_length(n);
     // Rises of the max above the guess (0 in both chunks below): the headrooms' edges
     // (40 for bf16's sums, 64), the float range's, and far beyond.
     const double rises[] = {0.0, 10.0, 39.5, 40.5, 50.0, 63.5, 64.5, 80.0, 86.0, 100.0, 1000.0};

@@ -366,6 +366,33 @@ TEST_F(Planner, TinyProblemsUseOneThread) {
   EXPECT_EQ(plan(Op::softmax, shape, DType::f32, many).threads, 1);
 }
 
+// A split row's chunks: an even count (but for one chunk), about kChunkLength each,
+// equal lengths in whole multiples of 64 elements but the last, which is shorter and
+// not empty; the same whatever the thread count.
+TEST_F(Planner, SplitRowsTakeAnEvenCountOfEqualChunks) {
+  for (std::int64_t n : {std::int64_t{1000}, std::int64_t{32768}, std::int64_t{32769}, std::int64_t{65537},
+                         std::int64_t{100000}, std::int64_t{128256}, std::int64_t{151936}, std::int64_t{262144},
+                         std::int64_t{300007}, std::int64_t{1} << 24}) {
+    SCOPED_TRACE(n);
+    const std::int64_t chunk = detail::chunk_length(n);
+    const std::int64_t chunks = (n + chunk - 1) / chunk;
+    EXPECT_EQ(chunk % 64, 0);
+    EXPECT_GT(n - (chunks - 1) * chunk, 0);
+    if (n <= detail::kChunkLength) {
+      EXPECT_EQ(chunks, 1);
+    } else {
+      EXPECT_EQ(chunks % 2, 0);
+      EXPECT_LE(chunk, detail::kChunkLength);
+      EXPECT_GT(chunk, detail::kChunkLength / 2);
+    }
+  }
+  EXPECT_EQ(detail::chunk_length(151936), 25344) << "six chunks, not five of 32768";
+  const std::array<std::int64_t, 2> vocabulary{1, 151936};
+  for (int threads : {1, 2, 3, 8}) {
+    EXPECT_EQ(plan(Op::softmax, vocabulary, DType::f32, {.threads = threads}).chunk_length, 25344) << threads;
+  }
+}
+
 TEST_F(Planner, ThreadsNeverExceedTheRowsOrTheRequest) {
   // Rows too short to split: at most one thread per row.
   const std::array<std::int64_t, 2> two_rows{2, 10000};

@@ -330,7 +330,7 @@ ExpSum RStoreExp(const T* x, float* e, std::size_t n, float m, const InverseTemp
 // found beside them (a pass of its own read the chunk from L2 at about 28 bytes a
 // cycle on AMD Zen 5, a fifth of a fused row). Exps above 1 are fine up to
 // exp(kGuessHeadroom), which keeps 1 / the chunk's own sum (at least 4e-33 for a chunk
-// of 32768) a normal float; beyond it, or with a NaN or an infinity anywhere, ok is
+// of at most 32768) a normal float; beyond it, or with a NaN or an infinity anywhere, ok is
 // false. (A row max far above the chunk's can still push its scale factor below the
 // normal range: split_row then scales in two steps.)
 inline constexpr std::size_t kGuessLength = 256;
