@@ -163,27 +163,23 @@ void choose_column_passes(Plan& plan, Op op, DType dtype, std::int64_t panel_inp
   }
 }
 
-// A three-pass panel whose softmax terms wait in a scratch panel (f32 outputs that
-// stream; 16-bit softmax outputs, which cannot hold them) reads memory only in its
-// first pass, the max, which its arithmetic then follows without overlap. It fetches
-// the next panel's input into L2 during its sum pass instead, where what the panel
-// keeps live fits in half of L2: its input, its float terms (as many bytes as the
-// input for f32, twice as many for 16-bit) and the next input; a cached f32 output
-// would add its own lines (kept in y, the terms leave no scratch to fetch beside).
-// Such panels narrow to fit that, down to 1 KiB rows (where that is narrow enough to
-// fetch; the next panel's fetch takes the place of the hardware prefetchers that long
-// rows need). Measured on the Intel Xeon VM (2 MiB L2; along axis 1, two threads;
-// docs/PERFORMANCE.md): f32 [32, 81, 8732] from DRAM, panels of 976 columns (309 KiB
-// inputs) 22.1-23.0 GB/s with the fetch, 19.8 without; panels of 1456 columns (461
-// KiB, three of them 1.35 MiB) 17.1 with it, 19.9 without; f32 [8, 256, 3136] with 784
-// columns (784 KiB inputs) 17.1 with it, 18.9 without, but with 320 columns (1280-byte
-// rows, 320 KiB) 1.21x the 784 columns' speed from DRAM, 1.12x with the input in cache
-// and 1.11x all in cache (twenty-third session); with cached stores the fetch lost
-// 10-30% (the output's own lines compete for L2). bf16 (twenty-third session): [8,
-// 256, 3136] in 448 columns (1.1 MiB live with the output) against 1568 without the
-// fetch 1.03x from DRAM, 1.11x in cache, [32, 81, 8732] 1.22x and 1.14x; [8, 384,
-// 3136] in 448 columns (1.7 MiB) 0.94x from DRAM; rows of 512 to 704 bytes 0.69x to
-// 0.88x.
+// A three-pass panel reads memory only in its first pass, the max, which its
+// arithmetic then follows without overlap. Where its softmax terms wait in a scratch
+// panel (16-bit outputs, which cannot hold them; f32 outputs that stream) or its
+// output streams, it fetches the next panel's input into L2 during its sum pass
+// instead, if what it keeps live fits in half of L2: its input, its float terms (as
+// many bytes as the input for f32, twice as many for 16-bit) and the next input. (A
+// cached f32 softmax keeps its terms in y, whose lines then compete for L2: the fetch
+// lost 10-30% so.) Such panels narrow to fit that, down to 1 KiB rows, where that is
+// narrow enough to fetch: the next panel's fetch takes the place of the hardware
+// prefetchers that long rows need. Measured on the Intel Xeon VM (2 MiB L2; along
+// axis 1, two threads; docs/PERFORMANCE.md): f32 [32, 81, 8732] from DRAM, panels of
+// 976 columns (309 KiB inputs) 22.1-23.0 GB/s with the fetch, 19.8 without; of 1456
+// columns (461 KiB, three of them 1.35 MiB) 17.1 with it, 19.9 without. Twenty-third
+// session: f32 [8, 256, 3136] in 320 columns (1280-byte rows) with the fetch against
+// 784 without 1.21x from DRAM, 1.12x with the input in cache, 1.11x all in cache; bf16
+// [32, 81, 8732] in 1472 columns 1.23x, 1.16x, 1.27x; bf16 [8, 384, 3136] in 448 columns
+// (1.7 MiB live) 0.94x from DRAM; rows of 512 to 704 bytes 0.69x to 0.88x.
 inline constexpr std::int64_t kMinFetchingPanelRowBytes = 1024;
 // The L2 bytes a fetching panel keeps live for each byte of its input.
 std::int64_t fetching_live_multiple(std::int64_t element_bytes) { return 2 + 4 / element_bytes; }
@@ -192,8 +188,8 @@ bool keeps_terms_apart(Op op, DType dtype, Stores stores) {
 }
 bool fetches_next_panel(const Plan& plan, Op op, DType dtype, std::int64_t panel_input_bytes, const MachineInfo& m) {
   const std::int64_t element_bytes = static_cast<std::int64_t>(size_of(dtype));
-  const bool streams = plan.stores == Stores::streaming;
-  return plan.panel_width > 0 && plan.algorithm != Algorithm::online && (streams || keeps_terms_apart(op, dtype, plan.stores)) &&
+  const bool apart = plan.stores == Stores::streaming || keeps_terms_apart(op, dtype, plan.stores);
+  return plan.panel_width > 0 && plan.algorithm != Algorithm::online && apart &&
          fetching_live_multiple(element_bytes) * panel_input_bytes <= m.l2_bytes / 2;
 }
 
