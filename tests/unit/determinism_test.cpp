@@ -115,10 +115,11 @@ TEST_F(FusedOverChunks, MaxesFoundBesideTheExpsMeetTheBar) {
   // Fused over chunks (the 16-bit rows' exps in a float buffer, which lets a guess
   // stand in place too), and rows beyond the cache online over chunks (their sum
   // passes find the max the same way).
-  constexpr std::int64_t kThreeChunks = 2 * detail::kChunkLength + 7233;  // four, equal
-  const std::pair<DType, std::int64_t> cases[] = {{DType::f32, kThreeChunks}, {DType::bf16, kThreeChunks},
-                                                  {DType::f16, kThreeChunks}, {DType::f32, 300007},
-                                                  {DType::bf16, 300007},      {DType::f16, 300007}};
+  // Over two kChunkLength: four equal chunks.
+  constexpr std::int64_t kPastTwoChunks = 2 * detail::kChunkLength + 7233;
+  const std::pair<DType, std::int64_t> cases[] = {{DType::f32, kPastTwoChunks}, {DType::bf16, kPastTwoChunks},
+                                                  {DType::f16, kPastTwoChunks}, {DType::f32, 300007},
+                                                  {DType::bf16, 300007},        {DType::f16, 300007}};
   int split = 0;
   for (const auto& [dtype, n] : cases) {
     SCOPED_TRACE(std::string(to_string(dtype)) + " n=" + std::to_string(n));
