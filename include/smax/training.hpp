@@ -92,7 +92,7 @@ struct CrossEntropyOptions {
   std::optional<TensorView> weight = std::nullopt;  // class weights: shape (C,), the logits' dtype
   int threads = 0;                    // 0 = all cores
   // How the gradient is written (options.hpp): automatic streams where the logits and
-  // the gradient together exceed a quarter of the last-level cache. Contiguous f32,
+  // the gradient together exceed the last-level cache (at most 48 MiB). Contiguous f32,
   // f16 and bf16 rows whose exps stay in cache between the passes, with a gradient
   // that does not replace the logits; never changes a bit of the gradient.
   Stores stores = Stores::automatic;

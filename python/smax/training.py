@@ -68,8 +68,8 @@ def cross_entropy(input, target, weight=None, ignore_index: Optional[int] = -100
         out: an array for the loss.
         threads: threads to use (``None``: all cores).
         stores: how the gradient is written: ``"cached"``, ``"streaming"`` (around the
-            cache) or ``"auto"`` (streams where the logits and the gradient exceed a
-            quarter of the last-level cache); never changes a bit of it.
+            cache) or ``"auto"`` (streams where the logits and the gradient exceed
+            the last-level cache, at most 48 MiB); never changes a bit of it.
 
     Returns:
         the loss, or ``(loss, grad)``, ``(loss, log_prob)`` or ``(loss, grad, log_prob)``

@@ -95,11 +95,6 @@ inline std::int64_t streaming_threshold_bytes(const MachineInfo& m) { return cou
 // 1.17x, hot 0.79x and 0.84x (docs/PERFORMANCE.md, twenty-second session). A sixth:
 // 8 MiB there, 5.3 MiB on the Zen 5 VM.
 inline constexpr std::int64_t kBackwardStreamingLlcDivisor = 6;
-// CrossEntropyOptions::stores = automatic streams the gradient where the logits and
-// it exceed this share of the reported L3 (uncapped). Its logits come hot from the
-// matmul before it more often than not, and hot calls lost streamed on the Intel Xeon
-// VM: 16 x 128256 f32 (15.7 MiB) 0.81-0.95x hot, 1.22-1.30x from DRAM.
-inline constexpr std::int64_t kCrossEntropyStreamingLlcDivisor = 4;
 
 // Whether a training op's output streams under Stores: as asked, or under automatic
 // where the call's tensors (`moved` bytes) exceed `threshold` bytes.
@@ -110,8 +105,18 @@ inline bool training_output_streams(Stores stores, std::int64_t moved, std::int6
 inline std::int64_t backward_streaming_threshold_bytes(const MachineInfo& m) {
   return counted_llc_bytes(m) / kBackwardStreamingLlcDivisor;
 }
+// CrossEntropyOptions::stores = automatic streams the gradient where the logits and
+// it exceed the forward ops' threshold (streaming_threshold_bytes). Its logits come
+// hot from the matmul before it more often than not, its gradient buffer less often
+// (a gradient over the logits never streams). On the Intel Xeon VM, streamed over
+// cached, two threads (docs/PERFORMANCE.md, twenty-third session): 62 MiB calls (f32
+// 256 x 32000, 64 x 128256; bf16 128 x 128256) with the logits in cache and the
+// gradient buffer not 1.12-1.29x, from DRAM 1.10-1.28x, all in cache 0.90-1.04x; 16
+// MiB calls 1.11-1.24x, 1.08-1.27x, but 0.75-1.00x all in cache, where an output that
+// fits may also be read from cache by the next op. (Until then: a quarter of the
+// reported L3, uncapped: 120 MiB there.)
 inline std::int64_t cross_entropy_streaming_threshold_bytes(const MachineInfo& m) {
-  return m.l3_bytes / kCrossEntropyStreamingLlcDivisor;
+  return streaming_threshold_bytes(m);
 }
 
 // Under Algorithm::automatic, an f32 softmax call that moves at most this share of the

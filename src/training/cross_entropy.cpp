@@ -109,7 +109,7 @@ void store_as(DType dtype, std::byte* base, std::int64_t offset, double v) {
 }
 
 // CrossEntropyOptions::stores, over the logits and the gradient
-// (detail::kCrossEntropyStreamingLlcDivisor). A gradient in place over the logits
+// (detail::cross_entropy_streaming_threshold_bytes). A gradient in place over the logits
 // never streams: its lines are in cache already, read by the same pass.
 bool streams_grad(Stores stores, const Request& r) {
   if (r.grad == nullptr || r.grad == r.logits) return false;

@@ -307,7 +307,8 @@ TEST_F(Planner, SixteenBitSoftmaxPanelsFetchTheNextPanel) {
 // dx streams beyond a sixth of the L3, counting at most 48 MiB of it: 8 x 128256 f32
 // (11.7 MiB moved) on the Intel Xeon VM (480 MiB reported: 8 MiB) and on the Zen 5 VM
 // (32 MiB: 5.3 MiB); 8 x 128256 bf16 (5.9 MiB) only on the Zen 5 VM. Cross-entropy's
-// gradient beyond a quarter of the whole reported L3.
+// gradient beyond the forward ops' threshold: 64 x 128256 f32 (62.6 MiB) on both, 16
+// x 128256 (15.7 MiB) on neither.
 TEST_F(Planner, TrainingOutputsStreamBeyondTheirThresholds) {
   const MachineInfo xeon = two_cores(2 << 20, 480 << 20);
   const MachineInfo zen5 = two_cores(1 << 20, 32 << 20);
@@ -322,11 +323,14 @@ TEST_F(Planner, TrainingOutputsStreamBeyondTheirThresholds) {
   EXPECT_TRUE(dx_streams(Stores::automatic, bf16_backward, zen5));
   EXPECT_FALSE(dx_streams(Stores::cached, f32_backward, xeon));
   EXPECT_TRUE(dx_streams(Stores::streaming, 64, xeon));
-  const std::int64_t ce_16_rows = 2 * 16 * 128256 * 4;
-  EXPECT_FALSE(detail::training_output_streams(Stores::automatic, ce_16_rows,
-                                               detail::cross_entropy_streaming_threshold_bytes(xeon)));
-  EXPECT_TRUE(detail::training_output_streams(Stores::automatic, ce_16_rows,
-                                              detail::cross_entropy_streaming_threshold_bytes(zen5)));
+  for (const MachineInfo& m : {xeon, zen5}) {
+    const auto grad_streams = [&](std::int64_t rows) {
+      return detail::training_output_streams(Stores::automatic, 2 * rows * 128256 * 4,
+                                             detail::cross_entropy_streaming_threshold_bytes(m));
+    };
+    EXPECT_TRUE(grad_streams(64));
+    EXPECT_FALSE(grad_streams(16));
+  }
 }
 
 TEST_F(Planner, RowsMuchLargerThanL2AreOnline) {

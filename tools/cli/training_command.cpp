@@ -53,8 +53,8 @@ Options:
   --threads N           threads to use; 0 means all cores (default 0)
   --stores MODE         auto, cached or streaming: how GRAD is written, through
                         the cache or around it; auto streams where the logits and
-                        the gradient exceed a quarter of the last-level cache
-                        (default auto)
+                        the gradient exceed the last-level cache (at most 48
+                        MiB; default auto)
   -h, --help            show this text
 
 A target outside [0, C) that is not the ignore index is an error naming its
