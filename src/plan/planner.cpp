@@ -180,16 +180,23 @@ void choose_column_passes(Plan& plan, Op op, DType dtype, std::int64_t panel_inp
 // 784 without 1.21x from DRAM, 1.12x with the input in cache, 1.11x all in cache; bf16
 // [32, 81, 8732] in 1472 columns 1.23x, 1.16x, 1.27x; bf16 [8, 384, 3136] in 448 columns
 // (1.7 MiB live) 0.94x from DRAM; rows of 512 to 704 bytes 0.69x to 0.88x.
+// Equal panels may come out narrower than kMinFetchingPanelRowBytes: bf16 [8, 256,
+// 3136] in 448 columns (896-byte rows) ran 0.91x as fast with the fetch as in 1568
+// without it where its input was in cache and its output not; in 512 ([8, 256, 4096])
+// 1.00x.
 inline constexpr std::int64_t kMinFetchingPanelRowBytes = 1024;
 // The L2 bytes a fetching panel keeps live for each byte of its input.
 std::int64_t fetching_live_multiple(std::int64_t element_bytes) { return 2 + 4 / element_bytes; }
-bool keeps_terms_apart(Op op, DType dtype, Stores stores) {
-  return op == Op::softmax && (dtype == DType::f32 ? stores == Stores::streaming : dtype != DType::f64);
+// Whether a three-pass panel leaves L2 room to fetch: its output streams, or it is a
+// 16-bit softmax, whose terms wait in the scratch panel (state_for in f32_columns.cpp;
+// an f32 softmax keeps them there only where its output streams).
+bool leaves_room_to_fetch(Op op, DType dtype, Stores stores) {
+  return stores == Stores::streaming || (op == Op::softmax && dtype != DType::f32 && dtype != DType::f64);
 }
 bool fetches_next_panel(const Plan& plan, Op op, DType dtype, std::int64_t panel_input_bytes, const MachineInfo& m) {
   const std::int64_t element_bytes = static_cast<std::int64_t>(size_of(dtype));
-  const bool apart = plan.stores == Stores::streaming || keeps_terms_apart(op, dtype, plan.stores);
-  return plan.panel_width > 0 && plan.algorithm != Algorithm::online && apart &&
+  return plan.panel_width > 0 && plan.algorithm != Algorithm::online && leaves_room_to_fetch(op, dtype, plan.stores) &&
+         plan.panel_width * element_bytes >= kMinFetchingPanelRowBytes &&
          fetching_live_multiple(element_bytes) * panel_input_bytes <= m.l2_bytes / 2;
 }
 
@@ -249,17 +256,13 @@ Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, std::
     choose_column_passes(trial, op, dtype, length * element_bytes * width, options.algorithm, machine);
     const bool streams = output_streams(trial, op, dtype, moved, options.stores, machine);
     trial.stores = streams ? Stores::streaming : Stores::cached;
-    if (trial.algorithm != Algorithm::online && (streams || keeps_terms_apart(op, dtype, trial.stores))) {
+    if (trial.algorithm != Algorithm::online && leaves_room_to_fetch(op, dtype, trial.stores)) {
       const std::int64_t budget = machine.l2_bytes / fetching_live_multiple(element_bytes);
       const std::int64_t fetching =
           panel_width(op, length, element_bytes, inner_extent, budget, kMinFetchingPanelRowBytes, machine);
       trial.panel_width = fetching;
       choose_column_passes(trial, op, dtype, length * element_bytes * fetching, options.algorithm, machine);
-      // Equal panels may come out narrower than the narrowest rows: bf16 [8, 256, 3136]
-      // in 448 columns (896-byte rows) ran 0.91x as fast as without the fetch where
-      // its input was in cache and its output not; in 512 ([8, 256, 4096]) 1.00x.
-      if (fetching * element_bytes >= kMinFetchingPanelRowBytes &&
-          fetches_next_panel(trial, op, dtype, length * element_bytes * fetching, machine)) {
+      if (fetches_next_panel(trial, op, dtype, length * element_bytes * fetching, machine)) {
         width = fetching;
       } else if (streams && dtype == DType::f32) {
         // 4 KiB rows then: 1 KiB rows that cannot fetch ran 0.87x as fast as online's

@@ -36,8 +36,8 @@ struct Plan {
 // Below this many elements in a call, starting threads costs more than it saves.
 inline constexpr std::int64_t kMinElementsPerThread = 32768;
 
-// Rows at least this long run, under `auto`, as fixed chunks of kChunkLength elements
-// whose (max, sum) pairs merge in a fixed order: the chunks can go to different
+// Rows at least this long run, under `auto`, as chunks of at most kChunkLength
+// elements (chunk_length) whose (max, sum) pairs merge in a fixed order: the chunks can go to different
 // threads, and each is read twice from cache, not from memory. The choice depends
 // on the length alone, never on the thread count, so results do not either. Chunks
 // of 32768 against 16384 (Intel Xeon VM, `scripts/ab.sh`, docs/PERFORMANCE.md,
@@ -104,19 +104,6 @@ inline bool training_output_streams(Stores stores, std::int64_t moved, std::int6
 }
 inline std::int64_t backward_streaming_threshold_bytes(const MachineInfo& m) {
   return counted_llc_bytes(m) / kBackwardStreamingLlcDivisor;
-}
-// CrossEntropyOptions::stores = automatic streams the gradient where the logits and
-// it exceed the forward ops' threshold (streaming_threshold_bytes). Its logits come
-// hot from the matmul before it more often than not, its gradient buffer less often
-// (a gradient over the logits never streams). On the Intel Xeon VM, streamed over
-// cached, two threads (docs/PERFORMANCE.md, twenty-third session): 62 MiB calls (f32
-// 256 x 32000, 64 x 128256; bf16 128 x 128256) with the logits in cache and the
-// gradient buffer not 1.12-1.29x, from DRAM 1.10-1.28x, all in cache 0.90-1.04x; 16
-// MiB calls 1.11-1.24x, 1.08-1.27x, but 0.75-1.00x all in cache, where an output that
-// fits may also be read from cache by the next op. (Until then: a quarter of the
-// reported L3, uncapped: 120 MiB there.)
-inline std::int64_t cross_entropy_streaming_threshold_bytes(const MachineInfo& m) {
-  return streaming_threshold_bytes(m);
 }
 
 // Under Algorithm::automatic, an f32 softmax call that moves at most this share of the

@@ -108,13 +108,20 @@ void store_as(DType dtype, std::byte* base, std::int64_t offset, double v) {
   }
 }
 
-// CrossEntropyOptions::stores, over the logits and the gradient
-// (detail::cross_entropy_streaming_threshold_bytes). A gradient in place over the logits
-// never streams: its lines are in cache already, read by the same pass.
+// CrossEntropyOptions::stores, over the logits and the gradient, by the forward ops'
+// rule (detail::streaming_threshold_bytes). Its logits come hot from the matmul before
+// it more often than not, its gradient buffer less often. On the Intel Xeon VM,
+// streamed over cached, two threads (docs/PERFORMANCE.md, twenty-third session): 62
+// MiB calls (f32 256 x 32000, 64 x 128256; bf16 128 x 128256) with the logits in cache
+// and the gradient buffer not 1.12-1.29x, from DRAM 1.10-1.28x, all in cache
+// 0.90-1.04x; 16 MiB calls 1.11-1.24x, 1.08-1.27x, but 0.75-1.00x all in cache, where
+// an output that fits may also be read from cache by the next op. (Until then: a
+// quarter of the reported L3, uncapped: 120 MiB there.) A gradient in place over the
+// logits never streams: its lines are in cache already, read by the same pass.
 bool streams_grad(Stores stores, const Request& r) {
   if (r.grad == nullptr || r.grad == r.logits) return false;
   const std::int64_t moved = 2 * r.fold.rows * r.classes * static_cast<std::int64_t>(size_of(r.dtype));
-  return detail::training_output_streams(stores, moved, detail::cross_entropy_streaming_threshold_bytes(machine()));
+  return detail::training_output_streams(stores, moved, detail::streaming_threshold_bytes(machine()));
 }
 
 // Everything but the tensors' values: dtypes, shapes, axis, options, null data,

@@ -326,7 +326,7 @@ TEST_F(Planner, TrainingOutputsStreamBeyondTheirThresholds) {
   for (const MachineInfo& m : {xeon, zen5}) {
     const auto grad_streams = [&](std::int64_t rows) {
       return detail::training_output_streams(Stores::automatic, 2 * rows * 128256 * 4,
-                                             detail::cross_entropy_streaming_threshold_bytes(m));
+                                             detail::streaming_threshold_bytes(m));
     };
     EXPECT_TRUE(grad_streams(64));
     EXPECT_FALSE(grad_streams(16));

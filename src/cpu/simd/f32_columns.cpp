@@ -875,7 +875,8 @@ columns_detail::ColumnState<L> state_for(std::size_t width) {
 // panel keeps its exp terms apart from y: 16-bit outputs (which cannot hold them) and
 // f32 outputs that stream. Rows of whole cache lines, this thread's, grown to the
 // largest panel met and kept. Without it (it cannot grow) f32 terms wait in y, stored
-// through the cache, and 16-bit outputs compute each exp again.
+// through the cache, and 16-bit outputs compute each exp again. (The planner's
+// leaves_room_to_fetch counts on this rule.)
 template <class T>
 columns_detail::ColumnState<float> state_for(const ColumnPanel<T>& panel, const ColumnParams& params) {
   columns_detail::ColumnState<float> s = state_for<float>(panel.width);
