@@ -14,8 +14,8 @@
 //     ExactSum::minus_one keeps it for rows). Softmax stores each exp term: f32 and
 //     f64 in y, 16-bit outputs (which cannot hold them) and f32 outputs that stream
 //     in a float scratch panel of the thread's (bf16's times 2^64, for its output
-//     pass's subnormal results). With
-//     ColumnPanel::next_x, this pass also fetches the next panel's input into L2.
+//     pass's subnormal results). With ColumnPanel::next_x, this pass also fetches the
+//     next panel's input into L2.
 //  3. Per column, vectorised: finish_row's non-finite cases (a NaN or +inf: NaN; all
 //     -inf: the AllMasked policy), 1/d, or log(d) = log1p(d - 1) in double;
 //     logsumexp writes m / T + log(d) here and stops.
@@ -34,7 +34,7 @@
 //     rounding, 1e-16, stays far below float's), then the block's terms are added.
 //  2. Finish as above, then the output pass computes exp((x - m) / T) / d (or
 //     log-softmax's difference) from x, last row first, optionally with streaming
-//     stores for f32 outputs.
+//     stores (f32, f16 and bf16 outputs, whole cache lines).
 // f64 panels keep the three passes: their bar leaves no room for a rounding per
 // rescale.
 //
@@ -78,7 +78,7 @@ struct ColumnParams {
   double inv_t = 1.0;  // 1 / temperature
   AllMasked all_masked = AllMasked::nan;
   bool online = false;             // two passes (see above); float lanes only
-  Stores stores = Stores::cached;  // the output pass of f32 panels (never automatic)
+  Stores stores = Stores::cached;  // the output pass of f32, f16 and bf16 panels (never automatic)
 };
 
 // One panel, computed in f32 lanes (16-bit types are widened on load and rounded to
