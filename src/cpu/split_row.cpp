@@ -124,12 +124,15 @@ void split_row(const Row<T>& row, const RowParams& p) {
   }
   const bool store_exps = exps != nullptr;
 
-  // Chunk c's input and output, fetched into cache while the chunk before it is
-  // computed (contiguous rows): the memory works beside the arithmetic.
+  // Chunk x_chunk's input and y_chunk's output (none for -1), fetched into cache
+  // while a chunk is computed (contiguous rows): the memory works beside the
+  // arithmetic.
   const bool contiguous = row.x_stride == 1 && row.y_stride == 1;
-  auto ahead = [&](std::int64_t c, bool with_y) {
+  auto ahead = [&](std::int64_t x_chunk, std::int64_t y_chunk) {
     simd::Ahead<T> a;
-    if (contiguous) a = {row.x + begin(c), with_y ? row.y + begin(c) : nullptr};
+    if (contiguous) {
+      a = {x_chunk >= 0 ? row.x + begin(x_chunk) : nullptr, y_chunk >= 0 ? row.y + begin(y_chunk) : nullptr};
+    }
     return a;
   };
 
@@ -146,8 +149,15 @@ void split_row(const Row<T>& row, const RowParams& p) {
     // Pass 1: each chunk's (max, sum).
     for (std::int64_t c = share.begin; c < share.end; ++c) {
       Stats<C>& s = partial[static_cast<std::size_t>(c)];
-      const simd::Ahead<T> next =
-          c + 1 < share.end ? ahead(c + 1, store_exps && std::is_same_v<T, float>) : simd::Ahead<T>{};
+      // Beside the exps: the next chunk's input, and under fused over chunks the
+      // output lines the exps go to for writing: the next chunk's where the exps go to y
+      // (f32), this chunk's where they wait in a float buffer (16-bit), so that its
+      // scaling pass writes lines already in cache instead of reading each from memory
+      // after the arithmetic (bf16 1 x 128256 and 8 x 128256 from DRAM 1.13-1.16x,
+      // docs/PERFORMANCE.md, twenty-fourth session).
+      const std::int64_t x_next = c + 1 < share.end ? c + 1 : -1;
+      const std::int64_t y_next = !store_exps ? -1 : std::is_same_v<T, float> ? x_next : c;
+      const simd::Ahead<T> next = ahead(x_next, y_next);
       const simd::GuessedExpSum guessed = guessed_exp_pass(row, begin(c), end(c), p, exps, next);
       if (guessed.ok) {
         // d against the chunk's max: the sum times exp((g - m) / T), in double.
@@ -213,7 +223,7 @@ void split_row(const Row<T>& row, const RowParams& p) {
         // The order applies to the chunks (reverse starts on those pass 1 left in
         // cache); each chunk is walked forward, the direction the prefetchers follow.
         write_pass(row, begin(c), end(c), f, PassOrder::forward, p.stores,
-                   k + 1 < count ? ahead(chunk_at(k + 1), true) : simd::Ahead<T>{});
+                   k + 1 < count ? ahead(chunk_at(k + 1), chunk_at(k + 1)) : simd::Ahead<T>{});
       }
     });
   });
