@@ -67,8 +67,10 @@ void check_every_value() {
   }
 }
 
-// Floats around every rounding boundary, plus specials and random values, stored
-// through f32_vscale with scale 1 (an exact multiply, then the store's rounding).
+// Floats around every rounding boundary, plus specials and random values (not NaN),
+// stored through f32_vscale with scale 1 (an exact multiply, then the store's
+// rounding: the softmax outputs' store, whose values are never NaN). Every NaN
+// pattern is stored in check_every_value.
 template <class T>
 void check_rounding(Rng& rng) {
   std::vector<float> v;
@@ -82,14 +84,17 @@ void check_rounding(Rng& rng) {
     v.push_back(std::nextafter(mid, std::numeric_limits<float>::infinity()));
   }
   const float inf = std::numeric_limits<float>::infinity();
-  for (float s : {65504.0f, 65519.99f, 65520.0f, 1e5f, 3.4e38f, inf, std::numeric_limits<float>::quiet_NaN(),
-                  std::numeric_limits<float>::denorm_min(), 1e-40f, 5.96e-8f, 2.98e-8f, 2.99e-8f, 0.0f}) {
+  for (float s : {65504.0f, 65519.99f, 65520.0f, 1e5f, 3.4e38f, inf, std::numeric_limits<float>::denorm_min(),
+                  1e-40f, 5.96e-8f, 2.98e-8f, 2.99e-8f, 0.0f, std::numeric_limits<float>::min(),
+                  std::bit_cast<float>(0x007FFFFFu), std::bit_cast<float>(0x007F8000u)}) {
     v.push_back(s);
     v.push_back(-s);
   }
-  v.push_back(std::bit_cast<float>(0x7FA00001u));  // a signalling NaN with payload
   std::uniform_int_distribution<std::uint32_t> any;
-  for (int i = 0; i < 100000; ++i) v.push_back(std::bit_cast<float>(any(rng)));
+  for (std::size_t i = 0; i < 100000;) {
+    const float r = std::bit_cast<float>(any(rng));
+    if (!std::isnan(r)) v.push_back(r), ++i;
+  }
   std::vector<T> y(v.size());
   for (std::int64_t target : simd_targets()) {
     SCOPED_TRACE(hwy::TargetName(target));
@@ -97,11 +102,6 @@ void check_rounding(Rng& rng) {
     int failures = 0;
     for (std::size_t i = 0; i < v.size() && failures < 5; ++i) {
       const T expected = round_scalar<T>(v[i]);
-      // NaN * 1 may come back as another NaN of the same sign; any quiet NaN will do.
-      if (std::isnan(v[i])) {
-        if (!std::isnan(to_float(y[i]))) ++failures, ADD_FAILURE() << "NaN in, not NaN out";
-        continue;
-      }
       if (bits16(y[i]) != bits16(expected)) {
         ++failures;
         ADD_FAILURE() << "float 0x" << std::hex << bits(v[i]) << " (" << v[i] << ") stored as 0x" << bits16(y[i])

@@ -443,13 +443,6 @@ HWY_INLINE void VScaleExps(const float* e, T* y, std::size_t n, float scale, boo
 }
 
 template <class T>
-void VScale(const float* e, T* y, std::size_t n, float scale) {
-  const DF d;
-  const VF vscale = hn::Set(d, scale);
-  Map(d, e, y, n, false, [&](VF v) { return hn::Mul(v, vscale); });
-}
-
-template <class T>
 void SoftmaxNormalize(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv, float scale,
                       bool backward, const Ahead<T>& ahead, Stores stores) {
   const DF d;
@@ -831,7 +824,7 @@ void Convert(const T* x, float* wide, T* y, std::size_t n) {
                                          const Ahead<T>& ahead) {                                               \
     return ExpsFromGuess<false>(x, static_cast<float*>(nullptr), n, inv, ahead);                                \
   }                                                                                                             \
-  void VScale##Suffix(const float* e, T* y, std::size_t n, float scale) { VScale(e, y, n, scale); }              \
+  void VScale##Suffix(const float* e, T* y, std::size_t n, float scale) { VScaleExps(e, y, n, scale, false); }   \
   std::size_t SoftmaxRows##Suffix(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows,     \
                                   std::size_t n, const InverseTemperature& inv, float* buffer, Stores stores) { \
     return SoftmaxRows(x, xs, y, ys, rows, n, inv, buffer, stores);                                             \

@@ -111,7 +111,8 @@ std::size_t f32_softmax_rows(const bfloat16* x, std::ptrdiff_t x_row_stride, bfl
                              std::ptrdiff_t y_row_stride, std::size_t rows, std::size_t n, double inv_t,
                              float* buffer, Stores stores = Stores::cached);
 
-// y[i] = e[i] * scale, rounded to y's type. y may be e itself for float rows.
+// y[i] = e[i] * scale, rounded to y's type, for e never NaN (a softmax's exps: bf16
+// rounds without the NaN case). y may be e itself for float rows.
 void f32_vscale(const float* e, float* y, std::size_t n, float scale);
 void f32_vscale(const float* e, half* y, std::size_t n, float scale);
 void f32_vscale(const float* e, bfloat16* y, std::size_t n, float scale);
