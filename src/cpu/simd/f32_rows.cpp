@@ -365,16 +365,24 @@ GuessedExpSum ExpsFromGuess(const T* x, float* e, std::size_t n, const InverseTe
   return r;
 }
 
-// y = f(x) over [0, n), x and y of storage types, one vector at a time.
-template <class TX, class TY, class F>
+// y = f(x) over [0, n), x and y of storage types, one vector at a time. kNotNaN: f's
+// values are never NaN (StoreF32NotNaN).
+template <bool kNotNaN = false, class TX, class TY, class F>
 HWY_INLINE void Map(DF d, const TX* x, TY* y, std::size_t n, bool backward, F&& f, const Ahead<TX>& ahead = {}) {
+  const auto store = [&](VF v, TY* at) {
+    if constexpr (kNotNaN) {
+      StoreF32NotNaN(d, v, at);
+    } else {
+      StoreF32(d, v, at);
+    }
+  };
   Walk<1>(
       d, n, backward,
       [&](std::size_t i) {
         FetchAhead(ahead, i, hn::Lanes(d));
-        StoreF32(d, f(LoadF32(d, x + i)), y + i);
+        store(f(LoadF32(d, x + i)), y + i);
       },
-      [&](std::size_t i) { StoreF32(d, f(LoadF32(d, x + i)), y + i); },
+      [&](std::size_t i) { store(f(LoadF32(d, x + i)), y + i); },
       [&](std::size_t i, std::size_t count) {
         StoreTailF32(d, f(LoadTailF32(d, x + i, count, hn::Zero(d))), y + i, count);
       });
@@ -452,8 +460,8 @@ void SoftmaxNormalize(const T* x, T* y, std::size_t n, float m, const InverseTem
       VF z;
       return hn::Mul(exp_of(d, v, z), vscale);
     };
-    if (Streams(stores, y)) return MapStreaming(d, x, y, n, backward, f, Ahead<T>{ahead.x, nullptr});
-    Map(d, x, y, n, backward, f, ahead);
+    if (Streams(stores, y)) return MapStreaming<true>(d, x, y, n, backward, f, Ahead<T>{ahead.x, nullptr});
+    Map<true>(d, x, y, n, backward, f, ahead);
   });
 }
 
@@ -470,8 +478,8 @@ void LogSoftmaxNormalizeT(const T* x, T* y, std::size_t n, float m, const Invers
     const VF x_minus_m = hn::Add(v, c.neg_m);
     return hn::Sub(kUnitT ? x_minus_m : hn::Mul(x_minus_m, c.t.hi), vlog_d);
   };
-  if (Streams(stores, y)) return MapStreaming(d, x, y, n, backward, f);
-  Map(d, x, y, n, backward, f);
+  if (Streams(stores, y)) return MapStreaming<true>(d, x, y, n, backward, f);
+  Map<true>(d, x, y, n, backward, f);
 }
 
 template <class T>

@@ -117,7 +117,8 @@ void f32_vscale(const float* e, float* y, std::size_t n, float scale);
 void f32_vscale(const float* e, half* y, std::size_t n, float scale);
 void f32_vscale(const float* e, bfloat16* y, std::size_t n, float scale);
 
-// y[i] = exp((x[i] - m) * inv_t) * scale. y may be x itself.
+// y[i] = exp((x[i] - m) * inv_t) * scale, m finite and >= every x[i] (none NaN), so
+// that no output is NaN (bf16 rounds without the NaN case). y may be x itself.
 // Stores::streaming (see options.hpp) writes whole vectors with non-temporal stores
 // and fences before returning; automatic counts as cached.
 void f32_softmax_normalize(const float* x, float* y, std::size_t n, float m, double inv_t, float scale,
@@ -127,8 +128,8 @@ void f32_softmax_normalize(const half* x, half* y, std::size_t n, float m, doubl
 void f32_softmax_normalize(const bfloat16* x, bfloat16* y, std::size_t n, float m, double inv_t, float scale,
                            bool backward, const Ahead<bfloat16>& ahead = {}, Stores stores = Stores::cached);
 
-// y[i] = (x[i] - m) * inv_t - log_d. y may be x itself. Stores as
-// f32_softmax_normalize's.
+// y[i] = (x[i] - m) * inv_t - log_d, m and x as f32_softmax_normalize's. y may be x
+// itself. Stores as f32_softmax_normalize's.
 void f32_log_softmax_normalize(const float* x, float* y, std::size_t n, float m, double inv_t, float log_d,
                                bool backward, Stores stores = Stores::cached);
 void f32_log_softmax_normalize(const half* x, half* y, std::size_t n, float m, double inv_t, float log_d,
