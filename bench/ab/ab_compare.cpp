@@ -4,7 +4,7 @@
 // holds still. Prints, per shape, each build's median and least ns an element over
 // the rounds and the median of the rounds' ratios A / B (above 1: B is faster).
 //
-//   ab_compare A.so B.so [op=log|sb|lsb|ce] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] [ob=BYTES] [axis=0] [in=hot] f:ROWSxCOLS b:BATCHxROWSxCOLS ...
+//   ab_compare A.so B.so [op=log|sb|lsb|ce] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] [ob=BYTES] [axis=0] [in=hot] [then=read] f:ROWSxCOLS b:BATCHxROWSxCOLS ...
 //
 // f: f32, b: bf16 (normal(0, 3) inputs). op: softmax (the default), log_softmax,
 // cross-entropy with its gradient (ce: mean over class-index targets, the class axis
@@ -22,7 +22,9 @@
 // build as A and B, the cost of misaligned rows measured in one process. in=hot (with
 // m=MIB): every call reads the first set's inputs, which stay in cache, and writes the
 // next set's output, which is not: an input just produced by the op before, written
-// to a buffer last touched long ago.
+// to a buffer last touched long ago. then=read: each call is followed, inside its
+// timing, by a read of the whole output on as many threads (the next op's, a plain
+// sum): a cached output's lines are there to be read, a streamed one's are not.
 // scripts/ab.sh builds the two libraries.
 #include <dlfcn.h>
 
@@ -41,6 +43,20 @@ namespace {
 
 using Entry = void (*)(int, const void*, void*, long, long, long, int, int);
 using BackwardEntry = void (*)(int, const void*, const void*, void*, long, long, int);
+
+// The sum of the bytes [p, p + bytes) as 64-bit words, on `threads` threads: the
+// output's next reader.
+std::uint64_t read_all(const unsigned char* p, std::size_t bytes, int threads) {
+  const long words = static_cast<long>(bytes / 8);
+  std::uint64_t sum = 0;
+#pragma omp parallel for num_threads(threads) reduction(+ : sum) schedule(static)
+  for (long i = 0; i < words; ++i) {
+    std::uint64_t w;
+    std::memcpy(&w, p + 8 * i, 8);
+    sum += w;
+  }
+  return sum;
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -111,12 +127,12 @@ std::vector<Buffer> copies(std::size_t count, const std::vector<unsigned char>& 
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: %s A.so B.so [op=log|sb|lsb|ce] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] [ob=BYTES] [axis=0] [in=hot] f:ROWSxCOLS b:BATCHxROWSxCOLS ...\n", argv[0]);
+    std::fprintf(stderr, "usage: %s A.so B.so [op=log|sb|lsb|ce] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] [ob=BYTES] [axis=0] [in=hot] [then=read] f:ROWSxCOLS b:BATCHxROWSxCOLS ...\n", argv[0]);
     return 2;
   }
   std::string entry = "smax_ab_softmax", forward = "smax_ab_softmax";
   int threads = 1, rounds = 15, axis = -1;
-  bool hot_inputs = false;
+  bool hot_inputs = false, then_read = false;
   long mebibytes = 0;
   std::size_t offset = 0;
   std::optional<std::size_t> x_offset, b_offset;
@@ -134,6 +150,8 @@ int main(int argc, char** argv) {
       forward = "smax_ab_log_softmax";
     } else if (s == "in=hot") {
       hot_inputs = true;
+    } else if (s == "then=read") {
+      then_read = true;
     } else if (s == "axis=0") {
       axis = 0;
     } else if (s.rfind("t=", 0) == 0) {
@@ -202,6 +220,10 @@ int main(int argc, char** argv) {
     const Sets sets_a = make_sets(x_offset.value_or(offset), offset);
     const Sets sets_b = b_offset ? make_sets(*b_offset, *b_offset) : Sets{};
     std::size_t next = 0;
+    volatile std::uint64_t sink = 0;
+    const auto then = [&](const Buffer& out) {
+      if (then_read) sink = sink + read_all(out.data(), x.size(), threads);
+    };
     const auto run = [&](int k) {
       const Sets& own = k == 1 && b_offset ? sets_b : sets_a;
       if (backward) {
@@ -209,12 +231,14 @@ int main(int argc, char** argv) {
         return block([&] {
           const std::size_t at = next++ % sets, in = hot_inputs ? 0 : at;
           op(bf16, own.ys[in].data(), own.dys[in].data(), own.dxs[at].data(), rows, cols, threads);
+          then(own.dxs[at]);
         }, rows * cols);
       }
       const auto op = reinterpret_cast<Entry>(f[k]);
       return block([&] {
         const std::size_t at = next++ % sets, in = hot_inputs ? 0 : at;
         op(bf16, own.xs[in].data(), own.ys[at].data(), batch, rows / batch, cols, threads, axis);
+        then(own.ys[at]);
       }, rows * cols);
     };
     std::vector<double> a, b, ratio;
