@@ -153,8 +153,8 @@ void split_row(const Row<T>& row, const RowParams& p) {
       // output lines the exps go to for writing: the next chunk's where the exps go to y
       // (f32), this chunk's where they wait in a float buffer (16-bit), so that its
       // scaling pass writes lines already in cache instead of reading each from memory
-      // after the arithmetic (bf16 1 x 128256 and 8 x 128256 from DRAM 1.13-1.16x,
-      // docs/PERFORMANCE.md, twenty-fourth session).
+      // after the arithmetic (bf16 1 x 128256 and 8 x 128256 1.17-1.18x from DRAM,
+      // 1.17-1.20x with the input in cache; docs/PERFORMANCE.md, twenty-fourth session).
       const std::int64_t x_next = c + 1 < share.end ? c + 1 : -1;
       const std::int64_t y_next = !store_exps ? -1 : std::is_same_v<T, float> ? x_next : c;
       const simd::Ahead<T> next = ahead(x_next, y_next);

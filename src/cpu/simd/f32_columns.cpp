@@ -716,7 +716,9 @@ void OutputPassT(D d, Strided<const S> src, Strided<T> y, std::size_t width, std
       }
     };
     // Four whole vectors [j, j + 4N), all computed before put(v, at) stores any (or
-    // put_pair(v, w, at) stores a pair, with kNotNaN).
+    // put_pair(v, w, at) stores a pair, with kNotNaN: as one store where the row starts
+    // at a cache line, else as two, as put does).
+    const bool pairs_aligned = reinterpret_cast<std::uintptr_t>(to) % 64 == 0;
     auto four = [&](std::size_t j, auto&& put, auto&& put_pair) SMAX_INLINE_LAMBDA {
       const auto v0 = value(j, N, std::false_type());
       const auto v1 = value(j + N, N, std::false_type());
@@ -754,8 +756,14 @@ void OutputPassT(D d, Strided<const S> src, Strided<T> y, std::size_t width, std
         [&](std::size_t j) SMAX_INLINE_LAMBDA {
           four(
               j, [&](hn::Vec<D> v, std::size_t at) SMAX_INLINE_LAMBDA { Store<T, false, kNotNaN>(d, v, to + at, N); },
-              [&](auto v, auto w, std::size_t at)
-                  SMAX_INLINE_LAMBDA { StoreF32x2NotNaN</*kStream=*/false>(d, v, w, to + at); });
+              [&](auto v, auto w, std::size_t at) SMAX_INLINE_LAMBDA {
+                if (pairs_aligned) {
+                  StoreF32x2NotNaN</*kStream=*/false>(d, v, w, to + at);
+                } else {
+                  Store<T, false, kNotNaN>(d, v, to + at, N);
+                  Store<T, false, kNotNaN>(d, w, to + at + N, N);
+                }
+              });
         },
         [&](std::size_t j) SMAX_INLINE_LAMBDA {
           Store<T, false, kNotNaN>(d, value(j, N, std::false_type()), to + j, N);
@@ -771,15 +779,19 @@ void OutputPassT(D d, Strided<const S> src, Strided<T> y, std::size_t width, std
 // poisoned or, where asked, all -inf column's is: Finish), since rounding a NaN
 // without its own case could turn it into infinity or zero. bf16 softmax along axis
 // 0 of 4096 x 4096 1.03-1.05x, along axis 1 of [8, 256, 3136] 1.01-1.03x, panels in
-// cache on one thread 1.05x (Intel Xeon VM, docs/PERFORMANCE.md, twenty-fourth
-// session).
+// cache on one thread 1.05x; pairs stored as one where rows do not start at a line
+// ([8, 100, 1000], 2000-byte rows) ran 0.95-0.98x from memory, as two 0.99-1.04x
+// (Intel Xeon VM, docs/PERFORMANCE.md, twenty-fourth session).
 template <bool kUnitT, OutputOf kOf, class D, class T, class S, class L = hn::TFromD<D>>
 void OutputPass(D d, Strided<const S> src, Strided<T> y, std::size_t width, std::size_t length,
                 const InverseTemperatureLanes<D>& t, const ColumnState<L>& s, bool stream = false) {
   if constexpr (std::is_same_v<T, bfloat16>) {
+    // (The lanes past the panel's width, in its last vector, hold a factor of their
+    // own: the max of their -inf fill, NaN under AllMasked::nan.)
     bool any_nan = false;
     for (std::size_t j = 0; j < width; j += hn::Lanes(d)) {
-      any_nan = any_nan || !hn::AllFalse(d, hn::IsNaN(hn::LoadU(d, s.factor + j)));
+      const auto nan = hn::And(hn::FirstN(d, width - j), hn::IsNaN(hn::LoadU(d, s.factor + j)));
+      any_nan = any_nan || !hn::AllFalse(d, nan);
     }
     if (!any_nan) return OutputPassT<kUnitT, kOf, true>(d, src, y, width, length, t, s, stream);
   }

@@ -656,7 +656,8 @@ std::size_t RowsFusedPasses(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t 
     // Beside the exps: the next row's input, and the output lines written next, for
     // writing: the next row's where the exps go to y (f32), this row's where they wait
     // in `buffer` (16-bit), so that the scaling pass finds them in cache (bf16 1 x 16384
-    // from DRAM 1.13-1.21x, docs/PERFORMANCE.md, twenty-fourth session).
+    // 1.12x from DRAM, 1.21x with the input in cache; docs/PERFORMANCE.md, twenty-fourth
+    // session).
     const bool next_row = prefetch && r + 1 < rows;
     Ahead<T> next{next_row ? xr + xs : nullptr, nullptr};
     if (prefetch && !streams) next.y = !std::is_same_v<T, float> ? yr : next_row ? yr + ys : nullptr;
