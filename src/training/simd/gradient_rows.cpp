@@ -848,7 +848,7 @@ double CrossEntropyRowT(const T* x, T* grad, const T* weight, std::size_t n, con
 // row's loss is their sum), and the stored exps are scaled back by one product.
 template <class T, class ScaledExp>
 HWY_INLINE BlockExpSum StoreScaledExps(const T* x, float* e, std::size_t n, ScaledExp&& scaled_exp,
-                                       double correction) {
+                                       double correction, T* write_ahead) {
   const DF df;
   const std::size_t N = hn::Lanes(df);
   const VF neg_inf = hn::Set(df, -std::numeric_limits<float>::infinity());
@@ -868,6 +868,10 @@ HWY_INLINE BlockExpSum StoreScaledExps(const T* x, float* e, std::size_t n, Scal
   };
   std::size_t i = 0;
   for (; i + 4 * N <= n; i += 4 * N) {
+    if (write_ahead != nullptr) {
+      const auto* lines = reinterpret_cast<const char*>(write_ahead + i);
+      for (std::size_t b = 0; b < 4 * N * sizeof(T); b += 64) __builtin_prefetch(lines + b, 1, 3);
+    }
     VF z0, z1, z2, z3;
     const VF e0 = exp_at(i, N, z0);
     const VF e1 = exp_at(i + N, N, z1);
@@ -892,14 +896,14 @@ HWY_INLINE BlockExpSum StoreScaledExps(const T* x, float* e, std::size_t n, Scal
 // where TableSplit allows), about two thirds of the operations of the general form
 // (exp-inl.h's with the argument's rounding error).
 template <class T>
-BlockExpSum StoreExps(const T* x, float* e, std::size_t n, float block_max) {
+BlockExpSum StoreExps(const T* x, float* e, std::size_t n, float block_max, T* write_ahead) {
   const DF df;
   if constexpr (HWY_NATIVE_FMA) {
     if (cpu::simd::MaxSplit::fits(block_max)) {
       return cs::WithFoldedExp<cs::ExpRange::times_2_64>(df, block_max, [&](const auto exp_of) {
         return StoreScaledExps(
             x, e, n, [=](VF vx, VF& z) SMAX_INLINE_LAMBDA { return exp_of(df, vx, z); },
-            exp_of.below_max_correction);
+            exp_of.below_max_correction, write_ahead);
       });
     }
   }
@@ -909,7 +913,7 @@ BlockExpSum StoreExps(const T* x, float* e, std::size_t n, float block_max) {
     VF z_lo;
     cs::ScaledDifference<true, true>(df, unit_t, vx, neg_m, z, z_lo);
     return cs::ExpTimes2Pow64(df, z, z_lo);
-  }, 1.0);
+  }, 1.0, write_ahead);
 }
 
 // The second pass of cross-entropy with stored exps, over one block; its whole
@@ -986,8 +990,8 @@ double CrossEntropyBlockFromExpsT(const T* x, const float* e, T* grad, const T* 
                                  bool want_offsets) {                                                             \
     return CrossEntropyRowT(x, grad, weight, n, row, want_offsets);                                               \
   }                                                                                                               \
-  BlockExpSum StoreExps##Suffix(const T* x, float* e, std::size_t n, float block_max) {                           \
-    return StoreExps(x, e, n, block_max);                                                                         \
+  BlockExpSum StoreExps##Suffix(const T* x, float* e, std::size_t n, float block_max, T* write_ahead) {           \
+    return StoreExps(x, e, n, block_max, write_ahead);                                                            \
   }                                                                                                               \
   double CrossEntropyBlockFromExps##Suffix(const T* x, const float* e, T* grad, const T* weight, std::size_t n,   \
                                            float block_max, const CrossEntropyRow& row, bool want_offsets,        \
@@ -1032,8 +1036,8 @@ namespace smax::training::simd {
                            bool want_offsets) {                                                                \
     return HWY_DYNAMIC_DISPATCH(CrossEntropyRow##Suffix)(x, grad, weight, n, row, want_offsets);               \
   }                                                                                                            \
-  BlockExpSum store_exps(const T* x, float* e, std::size_t n, float block_max) {                               \
-    return HWY_DYNAMIC_DISPATCH(StoreExps##Suffix)(x, e, n, block_max);                                        \
+  BlockExpSum store_exps(const T* x, float* e, std::size_t n, float block_max, T* write_ahead) {               \
+    return HWY_DYNAMIC_DISPATCH(StoreExps##Suffix)(x, e, n, block_max, write_ahead);                           \
   }                                                                                                            \
   double cross_entropy_block_from_exps(const T* x, const float* e, T* grad, const T* weight, std::size_t n,    \
                                        float block_max, const CrossEntropyRow& row, bool want_offsets,         \

@@ -110,9 +110,12 @@ struct BlockExpSum {
   std::int64_t at_max = 0;
   double below_max = 0;
 };
-BlockExpSum store_exps(const float* x, float* e, std::size_t n, float block_max);
-BlockExpSum store_exps(const half* x, float* e, std::size_t n, float block_max);
-BlockExpSum store_exps(const bfloat16* x, float* e, std::size_t n, float block_max);
+// `write_ahead` (or null): an array of n T whose lines are fetched for writing in
+// step with the pass (the block's gradient, written by the second pass).
+BlockExpSum store_exps(const float* x, float* e, std::size_t n, float block_max, float* write_ahead = nullptr);
+BlockExpSum store_exps(const half* x, float* e, std::size_t n, float block_max, half* write_ahead = nullptr);
+BlockExpSum store_exps(const bfloat16* x, float* e, std::size_t n, float block_max,
+                       bfloat16* write_ahead = nullptr);
 
 // The second pass over one such block: grad[c] = (S * e[c] * exp(m_b - m) / d - a_c) *
 // scale, the rest as cross_entropy_row (x is read for the offsets, the weights, and
