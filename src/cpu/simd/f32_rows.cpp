@@ -218,14 +218,8 @@ float RMax(const T* x, std::size_t n) {
 // twenty-first and twenty-second sessions).
 template <bool kIntoL2 = false, class T>
 HWY_INLINE void FetchAhead(const Ahead<T>& ahead, std::size_t i, std::size_t count) {
-  if (ahead.x != nullptr) {
-    const auto* p = reinterpret_cast<const char*>(ahead.x + i);
-    for (std::size_t b = 0; b < count * sizeof(T); b += 64) __builtin_prefetch(p + b, 0, kIntoL2 ? 2 : 3);
-  }
-  if (ahead.y != nullptr) {
-    const auto* p = reinterpret_cast<const char*>(ahead.y + i);
-    for (std::size_t b = 0; b < count * sizeof(T); b += 64) __builtin_prefetch(p + b, 1, 3);
-  }
+  if (ahead.x != nullptr) FetchLines</*kForWriting=*/false, kIntoL2>(ahead.x + i, count);
+  if (ahead.y != nullptr) FetchLines</*kForWriting=*/true>(ahead.y + i, count);
 }
 
 // A pass's side job (RExp): side(i, count) runs beside each step over [i, i + count).

@@ -176,6 +176,17 @@ class ShiftedLoads {
 // rest. kLineBytes: x86's line.
 inline constexpr std::size_t kLineBytes = 64;
 
+// Fetches the cache lines of [p, p + count) for reading (into L1, or with kIntoL2
+// into L2 only) or, with kForWriting, for writing (owned before the stores come, so
+// that they need not read each line first). A hint only: never faults.
+template <bool kForWriting, bool kIntoL2 = false, class T>
+HWY_INLINE void FetchLines(const T* p, std::size_t count) {
+  const auto* bytes = reinterpret_cast<const char*>(p);
+  for (std::size_t b = 0; b < count * sizeof(T); b += kLineBytes) {
+    __builtin_prefetch(bytes + b, kForWriting ? 1 : 0, kIntoL2 ? 2 : 3);
+  }
+}
+
 // The elements of T in a cache line, at least a vector (so a multiple of Lanes).
 template <class D, class T>
 HWY_INLINE std::size_t LineLanes(D d, const T* /*y*/) {

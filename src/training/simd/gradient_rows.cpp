@@ -868,10 +868,7 @@ HWY_INLINE BlockExpSum StoreScaledExps(const T* x, float* e, std::size_t n, Scal
   };
   std::size_t i = 0;
   for (; i + 4 * N <= n; i += 4 * N) {
-    if (write_ahead != nullptr) {
-      const auto* lines = reinterpret_cast<const char*>(write_ahead + i);
-      for (std::size_t b = 0; b < 4 * N * sizeof(T); b += 64) __builtin_prefetch(lines + b, 1, 3);
-    }
+    if (write_ahead != nullptr) cs::FetchLines</*kForWriting=*/true>(write_ahead + i, 4 * N);
     VF z0, z1, z2, z3;
     const VF e0 = exp_at(i, N, z0);
     const VF e1 = exp_at(i + N, N, z1);
