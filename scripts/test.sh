@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite from a fresh machine: dependencies, the release build and its
 # tests, the ASan + UBSan build and its tests (without the slow "long" tests), then
-# the Python package, installed with pip into a venv, and its pytest suite.
+# the Python package, installed with pip into a venv, and its pytest suite, and last
+# the aarch64 build under qemu (scripts/test-aarch64.sh: NEON kernels, the tests but
+# the slowest under emulation).
 # The sanitized build is -O1 -g1, without ASan's use-after-scope checks and without the
 # SSSE3 and SSE4 kernels (the release build tests every target): sanitized Highway code
 # compiles 7-10x slower, and at -O2 -g for every target it alone took 77 of CI's 90
@@ -22,3 +24,6 @@ done
 
 echo "== python: pip install . and pytest"
 python/run_tests.sh
+
+echo "== aarch64: cross build, tests under qemu"
+scripts/test-aarch64.sh
