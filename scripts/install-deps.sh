@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the build needs, only those that are missing, so
 # that it costs nothing when everything is present. Needs root (or sudo) only when
-# something is missing.
+# something is missing. With --aarch64: the cross toolchain, qemu and the arm64
+# packages that scripts/test-aarch64.sh builds and runs against instead.
 set -euo pipefail
 
 packages=(
@@ -21,6 +22,17 @@ packages=(
   libcpuinfo-dev
   python3-matplotlib # scripts/plot_bench.py: smax bench --plot
 )
+case "${1:-}" in
+  "" | --aarch64) ;;
+  *) echo "usage: $0 [--aarch64]" >&2; exit 2 ;;
+esac
+if [[ "${1:-}" == --aarch64 ]]; then
+  packages=(
+    g++-aarch64-linux-gnu qemu-user
+    libhwy-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64
+    libgomp1:arm64 libstdc++6:arm64  # the runtimes at their multiarch paths (cmake/aarch64-linux-gnu.cmake)
+  )
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -37,5 +49,8 @@ echo "install-deps: installing ${missing[*]}"
 sudo=""
 if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
+if [[ "${1:-}" == --aarch64 ]] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  $sudo dpkg --add-architecture arm64
+fi
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -2,7 +2,8 @@
 # Cross-compiles smax for 64-bit Arm Linux and runs its test suite under qemu-aarch64:
 # the kernels' NEON build, the planner and the front ends on a machine that is not
 # x86 (Debian's g++-aarch64-linux-gnu, qemu-user and the arm64 packages of Highway
-# and GoogleTest; installed here where missing, which needs root or sudo).
+# and GoogleTest; `scripts/install-deps.sh --aarch64` installs those missing, which
+# needs root or sudo).
 #
 #   scripts/test-aarch64.sh          # the tests but the slowest under emulation (~5 min)
 #   scripts/test-aarch64.sh --all    # every test, the "long" ones too: far longer
@@ -23,23 +24,8 @@ case "${1:-}" in
   *) echo "usage: $0 [--all]" >&2; exit 2 ;;
 esac
 
-packages=(g++-aarch64-linux-gnu qemu-user libhwy-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64
-          libgomp1:arm64 libstdc++6:arm64)
-missing=()
-for p in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
-    missing+=("$p")
-  fi
-done
-if ((${#missing[@]} > 0)); then
-  echo "test-aarch64: installing ${missing[*]}"
-  sudo=""
-  if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
-  export DEBIAN_FRONTEND=noninteractive
-  dpkg --print-foreign-architectures | grep -qx arm64 || $sudo dpkg --add-architecture arm64
-  $sudo apt-get update -qq
-  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+scripts/install-deps.sh  # cmake, ninja
+scripts/install-deps.sh --aarch64
 
 build=build/aarch64
 cmake -S . -B "$build" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/aarch64-linux-gnu.cmake" \
