@@ -79,6 +79,26 @@ TEST_P(SimdRows, OutputsBelowTheNormalRangeMeetTheBar) {
   }
 }
 
+TEST_P(SimdRows, LongRowsCountEveryTermAtTheMax) {
+  // log_softmax and logsumexp count the terms at the max in integer lanes, which a
+  // pass moves into a 64-bit count from time to time (every 2^20 elements with
+  // AVX-512's 16 lanes) before they can wrap; safe counts a whole row in one pass. A
+  // third of this row sits at the max.
+  const std::int64_t n = (std::int64_t{1} << 20) + 4099;
+  TestTensor x(GetParam(), {1, n});
+  std::uniform_real_distribution<double> below(-8.0, -0.5);
+  for (std::int64_t i = 0; i < n; ++i) x.set_at(i, i % 3 == 1 ? 2.0 : 2.0 + below(rng()));
+  Options options;
+  options.algorithm = Algorithm::safe;
+  for (Op op : {Op::log_softmax, Op::logsumexp}) {
+    const Expected expected = reference_nd(op, x, options);
+    for (std::int64_t target : simd_targets()) {
+      SCOPED_TRACE(hwy::TargetName(target));
+      with_target(target, [&] { run_and_check(op, x, options, Layout::contiguous, expected); });
+    }
+  }
+}
+
 TEST_P(SimdRows, NonFiniteRowsKeepTheirSemantics) {
   const double inf = std::numeric_limits<double>::infinity();
   const double nan = std::numeric_limits<double>::quiet_NaN();

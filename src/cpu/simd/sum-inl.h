@@ -49,7 +49,9 @@ HWY_INLINE void AddWide(SumWideD dd, hn::Vec<SumWideD>& lo, hn::Vec<SumWideD>& h
 // conversions and lane moves cost more than the adds, comes once per sixteen
 // vectors. Pairs and single terms (a row's last vectors) widen at once. With
 // kSplitAtMax, terms at the max (z == 0, exp exactly 1) are counted in integer lanes
-// instead, so that d - 1 stays exact for log_softmax and logsumexp (ExpSum).
+// instead, so that d - 1 stays exact for log_softmax and logsumexp (ExpSum); the
+// lanes move into a 64-bit count every kBlocksPerCountFold blocks, before they can
+// wrap (a safe row of 2^35 equal f32 elements counts 2^31 in each of 16 lanes).
 template <bool kSplitAtMax>
 class SumLanes {
   using DF = hn::ScalableTag<float>;
@@ -66,6 +68,9 @@ class SumLanes {
       AddWide(dd_, a0_, a1_, block_);
       block_ = hn::Zero(d_);
       block_fours_ = 0;
+      if constexpr (kSplitAtMax) {
+        if (++blocks_since_fold_ == kBlocksPerCountFold) FoldCounts();
+      }
     }
   }
   HWY_INLINE void Add(VF e0, VF z0, VF e1, VF z1) { AddWide(dd_, a0_, a1_, hn::Add(Term(e0, z0), Term(e1, z1))); }
@@ -76,11 +81,7 @@ class SumLanes {
     hn::Vec<DD> a0 = a0_, a1 = a1_;
     AddWide(dd_, a0, a1, block_);
     r.below_max = hn::GetLane(hn::SumOfLanes(dd_, hn::Add(a0, a1)));
-    if constexpr (kSplitAtMax) {
-      HWY_ALIGN std::int32_t counts[kMaxVectorBytes / sizeof(std::int32_t)];
-      hn::Store(count_, di_, counts);
-      for (std::size_t i = 0; i < hn::Lanes(di_); ++i) r.at_max += counts[i];
-    }
+    if constexpr (kSplitAtMax) r.at_max = folded_count_ + LaneTotal(count_);
     return r;
   }
 
@@ -95,7 +96,24 @@ class SumLanes {
     }
   }
 
+  HWY_INLINE std::int64_t LaneTotal(hn::Vec<DI> counts) const {
+    HWY_ALIGN std::int32_t lanes[kMaxVectorBytes / sizeof(std::int32_t)];
+    hn::Store(counts, di_, lanes);
+    std::int64_t total = 0;
+    for (std::size_t i = 0; i < hn::Lanes(di_); ++i) total += lanes[i];
+    return total;
+  }
+
+  HWY_INLINE void FoldCounts() {
+    folded_count_ += LaneTotal(count_);
+    count_ = hn::Zero(di_);
+    blocks_since_fold_ = 0;
+  }
+
   static constexpr int kBlockFours = 4;
+  // A block adds at most 16 to a lane: 2^16 at most before a fold. Short enough that
+  // rows of 2^20 elements and more (the long-row tests) fold.
+  static constexpr int kBlocksPerCountFold = 1 << 12;
 
   DF d_;
   DD dd_;
@@ -104,6 +122,8 @@ class SumLanes {
   VF block_;  // the float sum of the current block's fours
   int block_fours_ = 0;
   hn::Vec<DI> count_;
+  int blocks_since_fold_ = 0;
+  std::int64_t folded_count_ = 0;
 };
 
 }  // namespace smax::cpu::simd::HWY_NAMESPACE
