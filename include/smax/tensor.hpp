@@ -15,7 +15,8 @@ inline constexpr int kMaxRank = 8;
 // A read-only view: data pointer, element type, shape and strides (in elements, not
 // bytes). Strides may be anything: non-contiguous, 0 (a broadcast dimension) or
 // negative (a reversed view, as NumPy makes). Rank 0 is a scalar.
-// Construction checks the rank (0..8) and that no extent is negative.
+// Construction checks the rank (0..8), that no extent is negative and that the
+// product of the extents (of those not 0, too) fits int64; it throws smax::Error.
 class TensorView {
  public:
   TensorView() = default;  // a rank-0 view of nothing; only useful to assign to
@@ -35,7 +36,7 @@ class TensorView {
   int rank() const noexcept { return rank_; }
   std::span<const std::int64_t> shape() const noexcept { return {shape_.data(), static_cast<std::size_t>(rank_)}; }
   std::span<const std::int64_t> strides() const noexcept { return {strides_.data(), static_cast<std::size_t>(rank_)}; }
-  // Product of the extents (1 for rank 0). Throws smax::Error if it overflows int64.
+  // Product of the extents (1 for rank 0).
   std::int64_t numel() const;
 
  protected:

@@ -40,7 +40,7 @@ void log_softmax_backward(const TensorView& log_y, const TensorView& dy, const M
                           const BackwardOptions& options = {});
 
 // A read-only view of integer class indices (int64 or int32): data, shape and strides
-// in elements, as TensorView.
+// in elements, checked as TensorView's.
 enum class IndexType : std::uint8_t { i64, i32 };
 std::string_view to_string(IndexType type) noexcept;  // "i64", "i32"
 
@@ -62,7 +62,7 @@ class IndexView {
   int rank() const noexcept { return rank_; }
   std::span<const std::int64_t> shape() const noexcept { return {shape_.data(), static_cast<std::size_t>(rank_)}; }
   std::span<const std::int64_t> strides() const noexcept { return {strides_.data(), static_cast<std::size_t>(rank_)}; }
-  std::int64_t numel() const;  // throws smax::Error if it overflows int64
+  std::int64_t numel() const;  // product of the extents (checked at construction)
 
  private:
   const void* data_ = nullptr;

@@ -40,7 +40,13 @@ std::optional<ByteRange> reachable_bytes(const TensorView& v) {
     }
   }
   const auto base = reinterpret_cast<std::intptr_t>(v.data());
-  return ByteRange{base + static_cast<std::intptr_t>(low), base + static_cast<std::intptr_t>(high + size)};
+  std::intptr_t lo = 0;
+  std::intptr_t hi = 0;
+  if (__builtin_add_overflow(high, size, &high) || __builtin_add_overflow(base, low, &lo) ||
+      __builtin_add_overflow(base, high, &hi)) {
+    return std::nullopt;
+  }
+  return ByteRange{lo, hi};
 }
 
 // Sorting the dimensions by |stride|, each stride must step over everything the
@@ -151,12 +157,13 @@ Problem make_problem(Op op, const TensorView& x, const MutableTensorView& y, con
     fail(op, Errc::null_data, "output data is null but its shape " + format_list(y.shape()) + " is not empty");
   }
   if (y_count > 0) {
+    // The reach first: overlaps_itself adds up the same reach unchecked.
+    const ByteRange xr = x_count > 0 ? byte_range(op, "input", x) : ByteRange{};
+    const ByteRange yr = byte_range(op, "output", y);
     if (overlaps_itself(y)) {
       fail(op, Errc::strides, "output strides " + format_list(y.strides()) + " make elements of shape " +
                                   format_list(y.shape()) + " overlap each other");
     }
-    const ByteRange xr = x_count > 0 ? byte_range(op, "input", x) : ByteRange{};
-    const ByteRange yr = byte_range(op, "output", y);
     const bool intersect = x_count > 0 && xr.lo < yr.hi && yr.lo < xr.hi;
     if (intersect && (op == Op::logsumexp || !same_layout(x, y))) {
       // Conservative: byte ranges that intersect count, even if the elements interleave.

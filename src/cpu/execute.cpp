@@ -1,13 +1,12 @@
 #include "cpu/execute.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <array>
 #include <optional>
 #include <type_traits>
 #include <vector>
 
+#include "core/parallel.hpp"
 #include "cpu/simd/f32_columns.hpp"
 #include "cpu/passes.hpp"
 #include "cpu/split_row.hpp"
@@ -205,21 +204,9 @@ void run_columns(const detail::Problem& p, const detail::Plan& plan, const Colum
                                    plan.stores};
   const std::int64_t units = split.outer_count * split.panels;
   const int threads = static_cast<int>(std::min<std::int64_t>(plan.threads, units));
-  if (threads <= 1) {
-    run_panels<T>(p, split, params, plan.fetch_next_panel, 0, units);
-    return;
-  }
-#pragma omp parallel num_threads(threads)
-  {
-    // A fixed contiguous share of the panels per thread; a panel's bits do not
-    // depend on which thread runs it.
-    const std::int64_t t = omp_get_thread_num();
-    const std::int64_t nt = omp_get_num_threads();
-    const std::int64_t share = units / nt;
-    const std::int64_t extra = units % nt;
-    const std::int64_t begin = t * share + std::min(t, extra);
-    run_panels<T>(p, split, params, plan.fetch_next_panel, begin, begin + share + (t < extra ? 1 : 0));
-  }
+  detail::for_each_share(units, threads, [&](detail::Share share) {
+    run_panels<T>(p, split, params, plan.fetch_next_panel, share.begin, share.end);
+  });
 }
 
 template <class T>
@@ -238,21 +225,8 @@ void execute_typed(const detail::Problem& p, const detail::Plan& plan) {
     run_rows<T>(p, kernel, params, 0, p.rows);
     return;
   }
-  if (plan.threads <= 1) {
-    run_rows<T>(p, kernel, params, 0, p.rows);
-    return;
-  }
-#pragma omp parallel num_threads(plan.threads)
-  {
-    // A fixed contiguous share of the rows per thread.
-    const std::int64_t t = omp_get_thread_num();
-    const std::int64_t nt = omp_get_num_threads();
-    const std::int64_t share = p.rows / nt;
-    const std::int64_t extra = p.rows % nt;
-    const std::int64_t begin = t * share + std::min(t, extra);
-    const std::int64_t end = begin + share + (t < extra ? 1 : 0);
-    run_rows<T>(p, kernel, params, begin, end);
-  }
+  detail::for_each_share(p.rows, plan.threads,
+                         [&](detail::Share share) { run_rows<T>(p, kernel, params, share.begin, share.end); });
 }
 
 }  // namespace

@@ -1,7 +1,5 @@
 #include "cpu/split_row.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <limits>
 #include <type_traits>
@@ -9,39 +7,11 @@
 
 #include <hwy/aligned_allocator.h>
 
+#include "core/parallel.hpp"
 #include "cpu/passes.hpp"
 
 namespace smax::cpu {
 namespace {
-
-// The same contiguous share of [0, count) for thread t of nt in both passes, so that
-// a thread writes the chunks whose statistics it computed (they are in its cache).
-struct Share {
-  std::int64_t begin;
-  std::int64_t end;
-};
-
-Share share_of(std::int64_t count, std::int64_t t, std::int64_t nt) {
-  const std::int64_t base = count / nt;
-  const std::int64_t extra = count % nt;
-  const std::int64_t begin = t * base + std::min(t, extra);
-  return {begin, begin + base + (t < extra ? 1 : 0)};
-}
-
-// Runs body(share, sync) on `threads` threads, each with its share of [0, count), in
-// one parallel region: sync() is a barrier between the passes, so a split row costs
-// one fork and join, not one per pass.
-template <class Body>
-void for_each_share(std::int64_t count, int threads, Body&& body) {
-  if (threads <= 1) {
-    body(Share{0, count}, [] {});
-    return;
-  }
-#pragma omp parallel num_threads(threads)
-  body(share_of(count, omp_get_thread_num(), omp_get_num_threads()), [] {
-#pragma omp barrier
-  });
-}
 
 // Fused over chunks: contiguous softmax rows of the vectorised types.
 template <class T>
@@ -145,7 +115,11 @@ void split_row(const Row<T>& row, const RowParams& p) {
     double scale = 1;
   };
   std::vector<StoredExps> stored(store_exps ? static_cast<std::size_t>(chunks) : 0);
-  for_each_share(chunks, p.row_threads, [&](Share share, auto&& sync) {
+  // Each thread takes the same share of the chunks in both passes, so that it writes
+  // the chunks whose statistics it computed (they are in its cache); one region for
+  // both, so that a split row costs one fork and join, not one per pass. Pass 1
+  // allocates nothing (for_each_share: no throw before the sync).
+  detail::for_each_share(chunks, p.row_threads, [&](detail::Share share, auto&& sync) {
     // Pass 1: each chunk's (max, sum).
     for (std::int64_t c = share.begin; c < share.end; ++c) {
       Stats<C>& s = partial[static_cast<std::size_t>(c)];

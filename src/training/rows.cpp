@@ -45,8 +45,19 @@ void Checker::data_present(const void* data, std::span<const std::int64_t> shape
   }
 }
 
+detail::ByteRange Checker::reach(const TensorView& v, const char* name) const {
+  const std::optional<detail::ByteRange> r = detail::reachable_bytes(v);
+  if (!r) {
+    fail(Errc::strides, std::string(name) + " strides " + format_list(v.strides()) + " with shape " +
+                            format_list(v.shape()) + " reach beyond the address space");
+  }
+  return *r;
+}
+
 void Checker::writable(const TensorView& out, const char* name) const {
-  if (out.numel() > 0 && detail::overlaps_itself(out)) {
+  if (out.numel() == 0) return;
+  reach(out, name);  // first: overlaps_itself adds up the same reach unchecked
+  if (detail::overlaps_itself(out)) {
     fail(Errc::strides, std::string(name) + " strides " + format_list(out.strides()) + " make elements of shape " +
                             format_list(out.shape()) + " overlap each other");
   }
@@ -56,16 +67,8 @@ void Checker::no_overlap(const TensorView& out, const char* out_name, const Tens
                          bool in_place_ok) const {
   if (out.numel() == 0 || in.numel() == 0) return;
   if (in_place_ok && detail::same_layout(out, in)) return;
-  auto range = [&](const TensorView& v, const char* name) {
-    const std::optional<detail::ByteRange> r = detail::reachable_bytes(v);
-    if (!r) {
-      fail(Errc::strides, std::string(name) + " strides " + format_list(v.strides()) + " with shape " +
-                              format_list(v.shape()) + " reach beyond the address space");
-    }
-    return *r;
-  };
-  const detail::ByteRange a = range(out, out_name);
-  const detail::ByteRange b = range(in, in_name);
+  const detail::ByteRange a = reach(out, out_name);
+  const detail::ByteRange b = reach(in, in_name);
   if (a.lo < b.hi && b.lo < a.hi) {
     // Conservative: byte ranges that intersect count, even if the elements interleave.
     fail(Errc::overlap, std::string(out_name) + " (data " + format_pointer(out.data()) + ", strides " +

@@ -3,8 +3,6 @@
 // every view's strides line up, index the rows), and the row loop over threads.
 #pragma once
 
-#include <omp.h>
-
 #include <array>
 #include <cmath>
 #include <cstddef>
@@ -12,6 +10,8 @@
 #include <span>
 #include <string>
 
+#include "core/parallel.hpp"
+#include "core/problem.hpp"
 #include "smax/dtype.hpp"
 #include "smax/error.hpp"
 #include "smax/tensor.hpp"
@@ -41,6 +41,9 @@ class Checker {
   int axis(int axis, int rank, bool scalar_ok) const;
 
  private:
+  // The bytes v reaches; fails where they do not fit the address space.
+  detail::ByteRange reach(const TensorView& v, const char* name) const;
+
   std::string op_;
 };
 
@@ -82,24 +85,12 @@ class RowCursor {
 // more than it saves.
 int thread_count(int requested, std::int64_t rows, std::int64_t length);
 
-// Calls body(begin, end) on a fixed contiguous share of [0, rows) per thread. The
-// split never changes what a row computes, so results do not depend on `threads`.
+// Calls body(begin, end) on a fixed contiguous share of [0, rows) per thread
+// (detail::for_each_share): results do not depend on `threads`.
 template <class Body>
 void for_rows(std::int64_t rows, int threads, Body&& body) {
   if (rows <= 0) return;  // (a zero extent would also stop RowCursor's odometer)
-  if (threads <= 1) {
-    body(std::int64_t{0}, rows);
-    return;
-  }
-#pragma omp parallel num_threads(threads)
-  {
-    const std::int64_t t = omp_get_thread_num();
-    const std::int64_t nt = omp_get_num_threads();
-    const std::int64_t share = rows / nt;
-    const std::int64_t extra = rows % nt;
-    const std::int64_t begin = t * share + (t < extra ? t : extra);
-    body(begin, begin + share + (t < extra ? 1 : 0));
-  }
+  detail::for_each_share(rows, threads, [&](detail::Share share) { body(share.begin, share.end); });
 }
 
 // Neumaier's compensated sum in the compute type A, for sums whose terms may have

@@ -5,6 +5,7 @@
 #include <array>
 #include <initializer_list>
 #include <limits>
+#include <new>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -224,6 +225,45 @@ TEST_F(Errors, ViewsRefuseRankNineAndNegativeExtents) {
   }
 }
 
+// A zero extent empties a view, but the other extents still multiply into row counts
+// and strides: their product must fit int64 too.
+TEST_F(Errors, ViewsRefuseExtentsWhoseProductOverflowsBesideAZeroExtent) {
+  const std::int64_t big = std::int64_t{1} << 40;
+  auto expect_overflow = [](auto&& make, const std::string& view) {
+    try {
+      make();
+      ADD_FAILURE() << "extents of 2^80 elements accepted";
+    } catch (const Error& error) {
+      EXPECT_EQ(error.code(), Errc::shape);
+      EXPECT_NE(std::string(error.what()).find(view + ": shape [1099511627776, 1099511627776, 0]"), std::string::npos)
+          << error.what();
+      EXPECT_NE(std::string(error.what()).find("more elements than int64 can count"), std::string::npos)
+          << error.what();
+    }
+  };
+  expect_overflow([&] { const TensorView v(nullptr, DType::f32, {big, big, 0}); }, "tensor view");
+  expect_overflow([&] { const TensorView v(nullptr, DType::f32, {big, big, 0}, {1, 1, 1}); }, "tensor view");
+  const std::array<std::int64_t, 3> shape{big, big, 0};
+  expect_overflow([&] { const IndexView v(static_cast<const std::int64_t*>(nullptr), shape); }, "index view");
+  // Within int64 beside the zero: an empty view, and an empty call.
+  const TensorView empty(nullptr, DType::f32, {big, 0, 4});
+  EXPECT_EQ(empty.numel(), 0);
+  softmax(empty, MutableTensorView(nullptr, DType::f32, {big, 0, 4}));
+}
+
+// Strides that reach beyond the address space are refused before any other check of
+// the layout adds them up (in place too, where no range would otherwise be taken).
+TEST_F(Errors, StridesBeyondTheAddressSpaceAreRefusedInPlaceToo) {
+  const std::int64_t far = std::numeric_limits<std::int64_t>::min();
+  TestTensor y(DType::f32, {3, 4});
+  const MutableTensorView out(y.data(), DType::f32, {3, 4}, {far, 1});
+  expect_error([&] { softmax(x_.view(), out); }, Errc::strides, {"output strides", "reach beyond the address space"},
+               y);
+  const MutableTensorView in_place(y.data(), DType::f32, {2, 4}, {std::numeric_limits<std::int64_t>::max() / 2, 1});
+  expect_error([&] { softmax_backward(in_place, in_place, in_place); }, Errc::strides,
+               {"dx strides", "reach beyond the address space"}, y);
+}
+
 TEST_F(Errors, SpanSizeMismatch) {
   std::vector<float> in(4, 1.0f);
   std::vector<float> out(3, -7.0f);
@@ -275,6 +315,24 @@ TEST_F(Errors, PlanValidatesLikeTheOperations) {
   expect_plan_error([&] { plan(Op::softmax, rank9, DType::f32, {}); }, Errc::shape, "rank 9");
   const std::array<std::int64_t, 2> negative{3, -2};
   expect_plan_error([&] { plan(Op::softmax, negative, DType::f32, {}); }, Errc::shape, "negative");
+  // 2^62 elements: int64 counts them, not their bytes.
+  const std::array<std::int64_t, 2> huge{std::int64_t{1} << 61, 2};
+  expect_plan_error([&] { plan(Op::softmax, huge, DType::f32, {}); }, Errc::shape, "more bytes than int64 can count");
+}
+
+// An exception inside a parallel region (here std::bad_alloc: a broadcast row of
+// 2^50 elements gathered into a buffer of its own) reaches the caller; it would end
+// the program (std::terminate) if it left an OpenMP thread.
+TEST_F(Errors, FailedAllocationsOnWorkerThreadsReachTheCaller) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "ASan ends the program where operator new fails";
+#else
+  const TensorView broadcast(x_.data(), DType::f32, {2, std::int64_t{1} << 50}, {0, 0});
+  TestTensor lse(DType::f32, {2});
+  Options options;
+  options.threads = 2;
+  EXPECT_THROW(logsumexp(broadcast, lse.mutable_view(), options), std::bad_alloc);
+#endif
 }
 
 }  // namespace
