@@ -62,7 +62,7 @@ def test_axis_must_be_an_integer():
         smax.softmax(x32, axis=(0, 1))
 
 
-@pytest.mark.parametrize("temperature", [0.0, -1.0, np.inf, np.nan, 1e-39])
+@pytest.mark.parametrize("temperature", [0.0, -1.0, np.inf, np.nan, 1e-39, 1e38, 1e46])
 def test_bad_temperature(temperature):
     with pytest.raises(ValueError, match="temperature"):
         smax.softmax(x32, temperature=temperature)

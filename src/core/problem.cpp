@@ -97,15 +97,17 @@ int normalize_axis(Op op, int axis, int rank) {
   return axis < 0 ? axis + r : axis;
 }
 
+std::optional<std::string> temperature_problem(double t) {
+  if (!std::isfinite(t) || t <= 0) return "temperature must be finite and > 0, got " + format_double(t);
+  if (t < 3e-38) return "temperature " + format_double(t) + " is too small: 1/T overflows float32 (use T >= 3e-38)";
+  if (t > 0x1p126) {
+    return "temperature " + format_double(t) + " is too large: 1/T is below float32's normal range (use T <= 8.5e37)";
+  }
+  return std::nullopt;
+}
+
 void validate_options(Op op, const Options& o, std::int64_t length) {
-  if (!std::isfinite(o.temperature) || o.temperature <= 0) {
-    fail(op, Errc::option, "temperature must be finite and > 0, got " + format_double(o.temperature));
-  }
-  // Kernels multiply by 1/T in float for f16/bf16 rows; it must stay finite.
-  if (o.temperature < 3e-38) {
-    fail(op, Errc::option, "temperature " + format_double(o.temperature) +
-                               " is too small: 1/T overflows float32 (use T >= 3e-38)");
-  }
+  if (const std::optional<std::string> problem = temperature_problem(o.temperature)) fail(op, Errc::option, *problem);
   if (o.threads < 0) fail(op, Errc::option, "threads must be >= 0 (0 = all cores), got " + std::to_string(o.threads));
   const std::string_view algorithm = to_string(o.algorithm);
   if (algorithm == "invalid") {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "smax/info.hpp"
@@ -42,6 +43,12 @@ int column_dim(const Problem& p);
 // Checks every argument (throws smax::Error naming the first bad one) and builds the
 // Problem. Writes nothing.
 Problem make_problem(Op op, const TensorView& x, const MutableTensorView& y, const Options& options);
+
+// What is wrong with a temperature, or nullopt: finite, from 3e-38 (1/T finite in
+// float) to 2^126, about 8.5e37 (1/T a normal float: the float kernels multiply by 1/T
+// split into two floats, which a subnormal or zero 1/T leaves without its precision).
+// Shared with the training ops, whose temperature pairs with the forward op's.
+std::optional<std::string> temperature_problem(double temperature);
 
 // The checks that depend on options alone, shared with plan().
 void validate_options(Op op, const Options& options, std::int64_t length);

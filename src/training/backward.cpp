@@ -1,11 +1,12 @@
 // softmax_backward and log_softmax_backward: per row, one pass reduces (sum(y * dy)
 // or sum(dy)), one pass writes dx. Nothing is stored in between.
 #include <cmath>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
 
-#include "core/format.hpp"
+#include "core/problem.hpp"
 #include "cpu/element.hpp"
 #include "plan/planner.hpp"
 #include "smax/info.hpp"
@@ -74,8 +75,8 @@ Request validate(Kind kind, const TensorView& y, const TensorView& dy, const Mut
   const int axis = check.axis(o.axis, y.rank(), true);
   check.shape_is(dy.shape(), "dy", y.shape(), std::string("the shape of ") + y_name);
   check.shape_is(dx.shape(), "dx", y.shape(), std::string("the shape of ") + y_name);
-  if (!std::isfinite(o.temperature) || o.temperature < 3e-38) {
-    check.fail(Errc::option, "temperature must be finite and >= 3e-38, got " + detail::format_double(o.temperature));
+  if (const std::optional<std::string> problem = detail::temperature_problem(o.temperature)) {
+    check.fail(Errc::option, *problem);
   }
   check.threads(o.threads);
   check.data_present(y.data(), y.shape(), y_name);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <vector>
 
 #include "accuracy.hpp"
 #include "nd_reference.hpp"
@@ -34,12 +35,36 @@ TEST_P(Temperature, EveryVariantMatchesTheReferenceOfXOverT) {
   }
 }
 
-TEST_P(Temperature, NonPositiveAndNonFiniteTemperaturesAreRefused) {
+// Temperatures up to the largest allowed (2^126, where 1/T is still a normal float)
+// on inputs of the same size, so that (x - m) / T spans a few units: 1/T carries its
+// full precision into the exps.
+TEST_P(Temperature, LargeTemperaturesUpToTheLimitMeetTheBar) {
+  const DType dtype = GetParam();
+  const std::vector<double> temperatures =
+      dtype == DType::f16 ? std::vector<double>{1e2, 1e4} : std::vector<double>{1e10, 1e30, 8.5e37};
+  for (double temperature : temperatures) {
+    std::uniform_real_distribution<double> spread(-1.5, 1.5);
+    TestTensor x(dtype, {3, 77});
+    for (std::int64_t i = 0; i < x.numel(); ++i) x.set_at(i, temperature * spread(rng()));
+    for (Op op : kAllOps) {
+      Options options;
+      options.temperature = temperature;
+      SCOPED_TRACE(describe(op, options));
+      const Expected expected = reference_nd(op, x, options);
+      for (Algorithm algorithm : kAccurateAlgorithms) {
+        options.algorithm = algorithm;
+        run_and_check(op, x, options, Layout::contiguous, expected);
+      }
+    }
+  }
+}
+
+TEST_P(Temperature, TemperaturesOutsideTheirRangeAreRefused) {
   const DType dtype = GetParam();
   const TestTensor x(dtype, {2, 3});
   for (double temperature :
        {0.0, -0.0, -1.0, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
-        -std::numeric_limits<double>::infinity(), 1e-40}) {
+        -std::numeric_limits<double>::infinity(), 1e-40, 1e38, 1e46, 1e300}) {
     for (Op op : kAllOps) {
       Options options;
       options.temperature = temperature;

@@ -520,6 +520,8 @@ TEST_F(BackwardErrors, EveryBadArgumentIsNamed) {
     expect_error(call(y.view(), dy.view(), dx.mutable_view(), {.temperature = 0}), Errc::option, "temperature", dx);
     expect_error(call(y.view(), dy.view(), dx.mutable_view(), {.temperature = std::nan("")}), Errc::option,
                  "temperature", dx);
+    expect_error(call(y.view(), dy.view(), dx.mutable_view(), {.temperature = 1e46}), Errc::option,
+                 "temperature 1e+46 is too large", dx);
     expect_error(call(y.view(), dy.view(), dx.mutable_view(), {.threads = -1}), Errc::option, "threads", dx);
     expect_error(call(TensorView(nullptr, DType::f32, {3, 4}), dy.view(), dx.mutable_view()), Errc::null_data,
                  "data is null", dx);
