@@ -1,12 +1,14 @@
 #include "cpu/execute.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <array>
 #include <optional>
 #include <type_traits>
 #include <vector>
 
 #include "core/parallel.hpp"
+#include "cpu/cancelling_logsumexp.hpp"
 #include "cpu/simd/f32_columns.hpp"
 #include "cpu/passes.hpp"
 #include "cpu/split_row.hpp"
@@ -159,6 +161,18 @@ std::optional<ColumnSplit> column_split(const detail::Problem& p, const detail::
   return s;
 }
 
+// The columns of a 16-bit logsumexp panel whose result nearly cancelled, taken again
+// (cancelling_logsumexp.hpp).
+template <class T>
+void refine_cancelling_logsumexp(const simd::ColumnPanel<T>& panel, double inv_t) {
+  for (std::size_t j = 0; j < panel.width; ++j) {
+    if (!(std::fabs(Element<T>::template load<float>(panel.y[j])) < kCancellingLogSumExp)) continue;  // NaN too
+    const auto length = static_cast<std::int64_t>(panel.length);
+    const double lse = logsumexp_in_long_double(panel.x + j, panel.x_stride, length, inv_t);
+    panel.y[j] = Element<T>::template store<double>(lse);
+  }
+}
+
 // Panels [begin, end) of the outer_count x panels that the split makes, in order;
 // with fetch_next (Plan::fetch_next_panel), each fetches the next one's input.
 template <class T>
@@ -194,6 +208,9 @@ void run_panels(const detail::Problem& p, const ColumnSplit& split, const simd::
       panel.next_width = next.width;
     }
     simd::columns(panel, params);
+    if constexpr (kSixteenBit<T>) {
+      if (params.op == Op::logsumexp) refine_cancelling_logsumexp(panel, params.inv_t);
+    }
     panel = next;
   }
 }

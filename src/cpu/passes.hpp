@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "core/stats.hpp"
+#include "cpu/cancelling_logsumexp.hpp"
 #include "cpu/element.hpp"
 #include "cpu/row.hpp"
 #include "cpu/simd/f32_rows.hpp"
@@ -170,7 +171,10 @@ void finish_row(const Row<T>& row, const RowParams& p, const Stats<C>& s, WriteP
   const double log_d = std::log1p(s.d.minus_one());
   if (p.op == Op::logsumexp) {
     // NaN stays NaN, +inf gives +inf, all -inf (or an empty row) gives -inf.
-    const double lse = std::isfinite(s.m) ? static_cast<double>(s.m) * p.inv_t + log_d : static_cast<double>(s.m);
+    double lse = std::isfinite(s.m) ? static_cast<double>(s.m) * p.inv_t + log_d : static_cast<double>(s.m);
+    if constexpr (kSixteenBit<T>) {
+      if (std::fabs(lse) < kCancellingLogSumExp) lse = logsumexp_in_long_double(row.x, row.x_stride, row.n, p.inv_t);
+    }
     row.y[0] = Element<T>::template store<double>(lse);
     return;
   }

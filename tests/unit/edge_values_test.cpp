@@ -3,9 +3,12 @@
 // be affected.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "accuracy.hpp"
 #include "nd_reference.hpp"
@@ -204,6 +207,45 @@ TEST_F(EdgeValues, LogSumExpThatNearlyCancelsIn16Bit) {
       const long double a = round_to(dtype, -std::log(static_cast<long double>(n)));
       const TestTensor x = make_tensor(dtype, {n}, std::vector<long double>(static_cast<std::size_t>(n), a));
       check_all_variants(Op::logsumexp, x);
+    }
+  }
+}
+
+// Distinct values whose logsumexp nearly cancels: rows [c, a, b] with c rounded from
+// log(1 - e^a - e^b), so that the sum of exps is about 1; of some 90000 (a, b) on a
+// grid, the 12 rows nearest zero (|result| about 1e-8 to 1e-6). The float exps leave
+// log(d) within about 2^-22, more than a 16-bit unit of such a result (bf16 [-0.6523,
+// -0.7734, -4.031] gave -2.75e-9 for -1.605e-8): the rows and the column panels (axis
+// 0 of the [3, 12] tensor of the same rows) take it again in long double.
+TEST_F(EdgeValues, LogSumExpOfDistinctValuesThatNearlyCancelsIn16Bit) {
+  constexpr int kGrid = 300;
+  constexpr std::size_t kRows = 12;
+  for (DType dtype : {DType::f16, DType::bf16}) {
+    SCOPED_TRACE(to_string(dtype));
+    std::vector<std::pair<long double, std::vector<long double>>> rows;  // (|result|, row)
+    for (int i = 0; i < kGrid; ++i) {
+      for (int j = 0; j < kGrid; ++j) {
+        const long double a = round_to(dtype, -2.0L + 1.75L * i / kGrid);
+        const long double b = round_to(dtype, -8.0L + 6.0L * j / kGrid);
+        const long double c = round_to(dtype, std::log1p(-std::exp(a) - std::exp(b)));
+        const long double result = std::log(std::exp(a) + std::exp(b) + std::exp(c));
+        rows.push_back({std::fabs(result), {c, a, b}});
+      }
+    }
+    std::partial_sort(rows.begin(), rows.begin() + kRows, rows.end(),
+                      [](const auto& p, const auto& q) { return p.first < q.first; });
+    TestTensor columns(dtype, {3, static_cast<std::int64_t>(kRows)});
+    for (std::size_t r = 0; r < kRows; ++r) {
+      const std::vector<long double>& row = rows[r].second;
+      check_all_variants(Op::logsumexp, make_tensor(dtype, {3}, row));
+      for (std::size_t i = 0; i < 3; ++i) columns.set_at(static_cast<std::int64_t>(i * kRows + r), row[i]);
+    }
+    Options axis0;
+    axis0.axis = 0;
+    const Expected expected = reference_nd(Op::logsumexp, columns, axis0);
+    for (Algorithm algorithm : kAccurateAlgorithms) {
+      axis0.algorithm = algorithm;
+      run_and_check(Op::logsumexp, columns, axis0, Layout::contiguous, expected);
     }
   }
 }
