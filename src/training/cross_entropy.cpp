@@ -424,9 +424,11 @@ class RowKernel {
 
     // sum_c a_c * (m - x_c): from the target alone without smoothing, otherwise
     // accumulated in the pass that writes the gradient.
+    // Class-index targets take the target's (1 - s) part on its own, as PyTorch's
+    // (1 - s) nll + s / C smooth does: at s = 1 a target at -inf makes it 0 * inf, NaN.
     const bool every_class = !r_.index_targets || spread != 0;
     training::CompensatedSum<double> offsets;  // an infinite term stays infinite
-    if (!every_class) offsets.add(target_weight * keep * (m - load(t, s)));
+    if (r_.index_targets) offsets.add(target_weight * keep * (m - load(t, s)));
     if (every_class || grad_ != nullptr) {
       const GradientTerms terms(stats, sum_hi, sum_lo);
       if constexpr (kSimd) {
@@ -435,7 +437,7 @@ class RowKernel {
       for (std::int64_t c = 0; c < n; ++c) {
         const double x = load(c, s);
         const double a = coefficient(c, s, t, target_weight);
-        if (every_class) offsets.add(a * (m - x));
+        if (every_class) offsets.add((r_.index_targets ? spread * weight_of(r_, c) : a) * (m - x));
         if (grad_ != nullptr) store(grad_, s.grad + c * r_.class_stride[kGrad], gradient(x, a, m, terms) * grad_scale_);
       }
     }
@@ -510,7 +512,7 @@ class RowKernel {
       store(grad_, s.grad + t * r_.class_stride[kGrad], gradient(x_t, a_t, m, terms) * grad_scale_);
     }
     training::CompensatedSum<double> offsets;
-    offsets.add(target_weight * keep * (m - x_t));
+    offsets.add(target_weight * keep * (m - x_t));  // apart from spread's, as run() takes it
     if (spread != 0) offsets.add(spread * spread_offsets);
     return terms.sum_a * log_d + offsets.hi();
   }

@@ -329,7 +329,7 @@ TEST_F(CrossEntropy, IgnoredTargetsEverywhere) {
 // NaN logits contributes nothing (its gradient is exactly 0).
 TEST_F(CrossEntropy, NonFiniteLogits) {
   for (DType dtype : kDTypes) {
-    for (double smoothing : {0.0, 0.1}) {
+    for (double smoothing : {0.0, 0.1, 1.0}) {
       for (Reduction reduction : {Reduction::none, Reduction::sum}) {
         Call c;
         c.dtype = dtype;
@@ -357,7 +357,9 @@ TEST_F(CrossEntropy, NonFiniteLogits) {
           EXPECT_TRUE(std::isnan(out.loss.at(0)));
           EXPECT_TRUE(std::isnan(out.loss.at(1)));
           EXPECT_TRUE(std::isnan(out.loss.at(2)));
-          EXPECT_EQ(out.loss.at(3), kInf);  // the target's logit is -inf
+          // The target's logit is -inf: (1 - s) nll is 0 * inf at s = 1, as in PyTorch.
+          if (smoothing == 1) EXPECT_TRUE(std::isnan(out.loss.at(3)));
+          else EXPECT_EQ(out.loss.at(3), kInf);
           EXPECT_EQ(out.loss.at(5), 0);
         }
         if (smoothing == 0) {
