@@ -27,7 +27,7 @@ PlanInfo plan(Op op, std::span<const std::int64_t> shape, DType dtype, const Opt
   }
   const int axis = detail::normalize_axis(op, options.axis, x.rank());
   const std::int64_t length = x.rank() == 0 ? 1 : shape[static_cast<std::size_t>(axis)];
-  detail::validate_options(op, options, length);
+  detail::validate_options(op, dtype, options, length);
   std::int64_t outer_rows = 1;
   for (int i = 0; i < x.rank(); ++i) {
     if (i != axis) outer_rows *= shape[static_cast<std::size_t>(i)];

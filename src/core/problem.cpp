@@ -97,17 +97,21 @@ int normalize_axis(Op op, int axis, int rank) {
   return axis < 0 ? axis + r : axis;
 }
 
-std::optional<std::string> temperature_problem(double t) {
+std::optional<std::string> temperature_problem(double t, DType dtype) {
   if (!std::isfinite(t) || t <= 0) return "temperature must be finite and > 0, got " + format_double(t);
   if (t < 3e-38) return "temperature " + format_double(t) + " is too small: 1/T overflows float32 (use T >= 3e-38)";
-  if (t > 0x1p126) {
-    return "temperature " + format_double(t) + " is too large: 1/T is below float32's normal range (use T <= 8.5e37)";
+  if (dtype != DType::f64 && t > 0x1p126) {
+    return "temperature " + format_double(t) + " is too large for " + std::string(to_string(dtype)) +
+           ": 1/T is below float32's normal range (use T <= 8.5e37)";
   }
+  if (t > 0x1p1022) return "temperature " + format_double(t) + " is too large: 1/T is below float64's normal range";
   return std::nullopt;
 }
 
-void validate_options(Op op, const Options& o, std::int64_t length) {
-  if (const std::optional<std::string> problem = temperature_problem(o.temperature)) fail(op, Errc::option, *problem);
+void validate_options(Op op, DType dtype, const Options& o, std::int64_t length) {
+  if (const std::optional<std::string> problem = temperature_problem(o.temperature, dtype)) {
+    fail(op, Errc::option, *problem);
+  }
   if (o.threads < 0) fail(op, Errc::option, "threads must be >= 0 (0 = all cores), got " + std::to_string(o.threads));
   const std::string_view algorithm = to_string(o.algorithm);
   if (algorithm == "invalid") {
@@ -139,7 +143,7 @@ Problem make_problem(Op op, const TensorView& x, const MutableTensorView& y, con
   }
   const int axis = normalize_axis(op, options.axis, x.rank());
   const std::int64_t length = x.rank() == 0 ? 1 : x.shape()[static_cast<std::size_t>(axis)];
-  validate_options(op, options, length);
+  validate_options(op, x.dtype(), options, length);
 
   const std::vector<std::int64_t> expected = output_shape(op, x.shape(), axis, options.keepdims);
   if (!std::equal(expected.begin(), expected.end(), y.shape().begin(), y.shape().end())) {

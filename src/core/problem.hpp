@@ -44,14 +44,15 @@ int column_dim(const Problem& p);
 // Problem. Writes nothing.
 Problem make_problem(Op op, const TensorView& x, const MutableTensorView& y, const Options& options);
 
-// What is wrong with a temperature, or nullopt: finite, from 3e-38 (1/T finite in
-// float) to 2^126, about 8.5e37 (1/T a normal float: the float kernels multiply by 1/T
-// split into two floats, which a subnormal or zero 1/T leaves without its precision).
+// What is wrong with a temperature for rows of `dtype`, or nullopt: finite, from 3e-38
+// (1/T finite in float) to 2^126, about 8.5e37, for the float kernels (f32, f16,
+// bf16), which multiply by 1/T split into two floats, so that 1/T must be a normal
+// float (subnormal or 0 it lost its precision, and gave NaN); f64 rows to 2^1022.
 // Shared with the training ops, whose temperature pairs with the forward op's.
-std::optional<std::string> temperature_problem(double temperature);
+std::optional<std::string> temperature_problem(double temperature, DType dtype);
 
 // The checks that depend on options alone, shared with plan().
-void validate_options(Op op, const Options& options, std::int64_t length);
+void validate_options(Op op, DType dtype, const Options& options, std::int64_t length);
 
 // The shape `op` writes for an input of `shape` reduced along the normalised `axis`.
 std::vector<std::int64_t> output_shape(Op op, std::span<const std::int64_t> shape, int axis, bool keepdims);

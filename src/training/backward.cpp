@@ -75,7 +75,7 @@ Request validate(Kind kind, const TensorView& y, const TensorView& dy, const Mut
   const int axis = check.axis(o.axis, y.rank(), true);
   check.shape_is(dy.shape(), "dy", y.shape(), std::string("the shape of ") + y_name);
   check.shape_is(dx.shape(), "dx", y.shape(), std::string("the shape of ") + y_name);
-  if (const std::optional<std::string> problem = detail::temperature_problem(o.temperature)) {
+  if (const std::optional<std::string> problem = detail::temperature_problem(o.temperature, y.dtype())) {
     check.fail(Errc::option, *problem);
   }
   check.threads(o.threads);

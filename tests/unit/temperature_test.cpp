@@ -64,7 +64,7 @@ TEST_P(Temperature, TemperaturesOutsideTheirRangeAreRefused) {
   const TestTensor x(dtype, {2, 3});
   for (double temperature :
        {0.0, -0.0, -1.0, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
-        -std::numeric_limits<double>::infinity(), 1e-40, 1e38, 1e46, 1e300}) {
+        -std::numeric_limits<double>::infinity(), 1e-40, dtype == DType::f64 ? 1e308 : 1e38, 1e308}) {
     for (Op op : kAllOps) {
       Options options;
       options.temperature = temperature;
