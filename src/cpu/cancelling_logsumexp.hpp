@@ -25,7 +25,7 @@ inline constexpr bool kSixteenBit = std::is_same_v<T, half> || std::is_same_v<T,
 // Below this magnitude a 16-bit logsumexp result is taken again.
 inline constexpr double kCancellingLogSumExp = 0x1p-8;
 
-// logsumexp((x / T)) of n elements stride apart, in long double: m/T + log1p(d - 1)
+// logsumexp(x / T) of n elements stride apart, in long double: m/T + log1p(d - 1)
 // with the terms at the max counted apart, so that d - 1 keeps every bit. Only for
 // rows whose result was finite (no NaN, no +inf, not all -inf).
 template <class T>

@@ -1,8 +1,8 @@
 #include "cpu/execute.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <array>
+#include <cmath>
 #include <optional>
 #include <type_traits>
 #include <vector>
