@@ -22,8 +22,8 @@ PlanInfo plan(Op op, std::span<const std::int64_t> shape, DType dtype, const Opt
   }
   std::int64_t moved_bytes = 0;  // what the planner counts: the input read, the output written
   if (__builtin_mul_overflow(x.numel(), 2 * static_cast<std::int64_t>(size_of(dtype)), &moved_bytes)) {
-    throw Error(Errc::shape, std::string(to_string(op)) + ": a " + std::string(to_string(dtype)) + " tensor of shape " +
-                                 detail::format_list(shape) + " has more bytes than int64 can count");
+    throw Error(Errc::shape, std::string(to_string(op)) + ": shape " + detail::format_list(shape) + " of " +
+                                 std::string(to_string(dtype)) + " has more bytes than int64 can count");
   }
   const int axis = detail::normalize_axis(op, options.axis, x.rank());
   const std::int64_t length = x.rank() == 0 ? 1 : shape[static_cast<std::size_t>(axis)];
