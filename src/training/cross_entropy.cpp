@@ -314,6 +314,10 @@ Stats<double> logit_stats(const T* x, std::ptrdiff_t stride, std::int64_t n, std
   return running;
 }
 
+// Each float exp that flushes is below FLT_MIN: n of them are within 2^-24 of a d - 1
+// of n * FLT_MIN * 2^24 or more.
+inline constexpr double kFlushedTermsMatter = 0x1p-126 * 0x1p24;
+
 // One sample's row.
 struct Sample {
   std::int64_t logits, target, loss, grad, log_prob;  // offsets of the row in each view
@@ -375,7 +379,13 @@ class RowKernel {
     if constexpr (kSimd) {
       if (!ignored && n > 0 && stored_exps_) return run_with_stored_exps(s, t, scratch);
     }
-    const Stats<double> stats = logit_stats(x_ + s.logits, xs, n, double_exps_ ? &scratch.wide : nullptr);
+    Stats<double> stats = logit_stats(x_ + s.logits, xs, n, double_exps_ ? &scratch.wide : nullptr);
+    if (!double_exps_ && std::isfinite(stats.m) && stats.d.minus_one() < kFlushedTermsMatter * static_cast<double>(n)) {
+      // The float exps flush terms below FLT_MIN; where they could be 2^-24 of d - 1
+      // (a confident row, whose loss is about d - 1), double exps keep them (found by
+      // a differential fuzz: f32 [0, -92] gave loss 0 for 1.1e-40 without a gradient).
+      stats = logit_stats(x_ + s.logits, xs, n, &scratch.wide);
+    }
     const bool finite = std::isfinite(stats.m);
     const double log_d = finite ? std::log1p(stats.d.minus_one()) : kNaN;
     // log_softmax of the row, as the forward op gives it: a non-finite max makes the

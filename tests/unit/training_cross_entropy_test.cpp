@@ -492,6 +492,35 @@ TEST_F(CrossEntropy, ConfidentRowsKeepTheirTinyLoss) {
   }
 }
 
+// The same without a gradient, and short rows: the loss, about d - 1, is the sum of
+// terms that the float exps flush (below FLT_MIN); the rows are summed in double exps.
+TEST_F(CrossEntropy, ConfidentRowsKeepTheirTinyLossWithoutAGradient) {
+  for (DType dtype : {DType::f32, DType::bf16}) {  // (f64's double exps flush below DBL_MIN: not yet)
+    for (std::int64_t classes : {2, 5, 300}) {
+      Call c;
+      c.dtype = dtype;
+      c.shape = {3, classes};
+      c.axis = -1;
+      c.reduction = Reduction::none;
+      c.want_grad = false;
+      c.want_log_prob = false;
+      SCOPED_TRACE(c.describe());
+      Prepared p = prepare(c, rng(), 3);
+      std::uniform_real_distribution<double> below(-100, -88);
+      for (std::int64_t r = 0; r < 3; ++r) {
+        for (std::int64_t k = 0; k < classes; ++k) {
+          const bool is_target = k == p.reference_case.indices[static_cast<std::size_t>(r)];
+          p.logits.set_at(r * classes + k, is_target ? 0.5 : 0.5 + below(rng()));
+        }
+      }
+      p.reference_case.logits = values_of(p.logits);
+      Outputs out = make_outputs(c);
+      run(c, p, out);
+      check(c, p, out);
+    }
+  }
+}
+
 // Class weights so small that S / d falls below float's normal range (reduction sum):
 // the vectorised pass must not lose the gradient's relative precision there.
 TEST_F(CrossEntropy, TinyWeightsKeepTheGradientsPrecision) {
