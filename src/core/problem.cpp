@@ -19,13 +19,17 @@ std::string prefix(Op op) { return std::string(to_string(op)) + ": "; }
 ByteRange byte_range(Op op, const char* name, const TensorView& v) {
   const std::optional<ByteRange> range = reachable_bytes(v);
   if (!range) {
-    fail(op, Errc::strides, std::string(name) + " strides " + format_list(v.strides()) + " with shape " +
-                                format_list(v.shape()) + " reach beyond the address space");
+    fail(op, Errc::strides, beyond_address_space(name, v));
   }
   return *range;
 }
 
 }  // namespace
+
+std::string beyond_address_space(const char* name, const TensorView& v) {
+  return std::string(name) + " strides " + format_list(v.strides()) + " with shape " + format_list(v.shape()) +
+         " reach beyond the address space";
+}
 
 std::optional<ByteRange> reachable_bytes(const TensorView& v) {
   const auto size = static_cast<std::int64_t>(size_of(v.dtype()));

@@ -68,6 +68,9 @@ struct ByteRange {
 };
 // nullopt if the view's reach does not fit in the address space.
 std::optional<ByteRange> reachable_bytes(const TensorView& v);
+// The error message for a view whose reach does not fit: "<name> strides [...] with
+// shape [...] reach beyond the address space".
+std::string beyond_address_space(const char* name, const TensorView& v);
 // True if two different indices of the view can address the same element.
 bool overlaps_itself(const TensorView& v);
 // Same data pointer, shape and strides (strides of extent-1 dimensions ignored).

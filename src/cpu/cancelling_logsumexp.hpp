@@ -45,4 +45,11 @@ double logsumexp_in_long_double(const T* x, std::ptrdiff_t stride, std::int64_t 
   return static_cast<double>(m * static_cast<long double>(inv_t) + std::log1p(at_max - 1 + others));
 }
 
+// lse, a row's logsumexp as the kernels computed it, or the row's long double one
+// where |lse| is below kCancellingLogSumExp (NaN and infinities pass as they are).
+template <class T>
+double without_cancellation(double lse, const T* x, std::ptrdiff_t stride, std::int64_t n, double inv_t) {
+  return std::fabs(lse) < kCancellingLogSumExp ? logsumexp_in_long_double(x, stride, n, inv_t) : lse;
+}
+
 }  // namespace smax::cpu

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <optional>
 #include <type_traits>
 #include <vector>
@@ -165,11 +164,11 @@ std::optional<ColumnSplit> column_split(const detail::Problem& p, const detail::
 // (cancelling_logsumexp.hpp).
 template <class T>
 void refine_cancelling_logsumexp(const simd::ColumnPanel<T>& panel, double inv_t) {
+  const auto length = static_cast<std::int64_t>(panel.length);
   for (std::size_t j = 0; j < panel.width; ++j) {
-    if (!(std::fabs(Element<T>::template load<float>(panel.y[j])) < kCancellingLogSumExp)) continue;  // NaN too
-    const auto length = static_cast<std::int64_t>(panel.length);
-    const double lse = logsumexp_in_long_double(panel.x + j, panel.x_stride, length, inv_t);
-    panel.y[j] = Element<T>::template store<double>(lse);
+    const double lse = Element<T>::template load<double>(panel.y[j]);
+    const double checked = without_cancellation(lse, panel.x + j, panel.x_stride, length, inv_t);
+    if (checked != lse) panel.y[j] = Element<T>::template store<double>(checked);
   }
 }
 

@@ -173,7 +173,7 @@ void finish_row(const Row<T>& row, const RowParams& p, const Stats<C>& s, WriteP
     // NaN stays NaN, +inf gives +inf, all -inf (or an empty row) gives -inf.
     double lse = std::isfinite(s.m) ? static_cast<double>(s.m) * p.inv_t + log_d : static_cast<double>(s.m);
     if constexpr (kSixteenBit<T>) {
-      if (std::fabs(lse) < kCancellingLogSumExp) lse = logsumexp_in_long_double(row.x, row.x_stride, row.n, p.inv_t);
+      lse = without_cancellation(lse, row.x, row.x_stride, row.n, p.inv_t);
     }
     row.y[0] = Element<T>::template store<double>(lse);
     return;

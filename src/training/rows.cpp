@@ -47,10 +47,7 @@ void Checker::data_present(const void* data, std::span<const std::int64_t> shape
 
 detail::ByteRange Checker::reach(const TensorView& v, const char* name) const {
   const std::optional<detail::ByteRange> r = detail::reachable_bytes(v);
-  if (!r) {
-    fail(Errc::strides, std::string(name) + " strides " + format_list(v.strides()) + " with shape " +
-                            format_list(v.shape()) + " reach beyond the address space");
-  }
+  if (!r) fail(Errc::strides, detail::beyond_address_space(name, v));
   return *r;
 }
 
