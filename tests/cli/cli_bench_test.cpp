@@ -97,7 +97,7 @@ TEST_F(CliBench, JsonAndCsvHoldEveryMeasurement) {
 #endif
   for (const std::string& impl : kSmaxImpls) EXPECT_TRUE(impls.contains(impl)) << impl;
   // The libraries this build has are measured; the others are null in the machine.
-  for (const char* library : {"onednn", "xnnpack"}) {
+  for (const char* library : {"onednn", "xnnpack", "pytorch"}) {
     EXPECT_EQ(libraries.at(library).kind() != Json::Kind::null, impls.contains(library)) << library;
   }
 

@@ -166,9 +166,10 @@ std::vector<Implementation> implementations() {
   for (const Variant& variant : kVariants) all.push_back(smax_implementation(variant));
   if (onednn_status().available) all.push_back(onednn_implementation());
   if (xnnpack_status().available) all.push_back(xnnpack_implementation());
+  if (pytorch_status().available) all.push_back(pytorch_implementation());
   return all;
 }
 
-std::vector<LibraryStatus> library_statuses() { return {onednn_status(), xnnpack_status()}; }
+std::vector<LibraryStatus> library_statuses() { return {onednn_status(), xnnpack_status(), pytorch_status()}; }
 
 }  // namespace smax::cli::bench

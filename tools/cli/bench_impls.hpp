@@ -52,7 +52,7 @@ void xor_streaming(const std::byte* a, const std::byte* b, std::byte* to, std::s
 
 // What another library is, or why it is not in this build.
 struct LibraryStatus {
-  std::string name;  // "onednn", "xnnpack"
+  std::string name;  // "onednn", "xnnpack", "pytorch"
   bool available = false;
   std::string version;  // when available
   std::string reason;   // when not: what to install
@@ -62,12 +62,14 @@ struct LibraryStatus {
 std::vector<Implementation> implementations();
 std::vector<LibraryStatus> library_statuses();
 
-// The adapters of the other libraries (bench_onednn.cpp, bench_xnnpack.cpp). Each
-// file compiles to a stub that reports the library missing when CMake did not
-// find it, so the CLI builds either way.
+// The adapters of the other libraries (bench_onednn.cpp, bench_xnnpack.cpp,
+// bench_pytorch.cpp). Each file compiles to a stub that reports the library
+// missing when CMake did not find it, so the CLI builds either way.
 LibraryStatus onednn_status();
 Implementation onednn_implementation();
 LibraryStatus xnnpack_status();
 Implementation xnnpack_implementation();
+LibraryStatus pytorch_status();
+Implementation pytorch_implementation();
 
 }  // namespace smax::cli::bench

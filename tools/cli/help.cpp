@@ -133,7 +133,7 @@ Times every smax variant (auto, auto-cached, online, online-forward, tiled,
 tiled-forward, safe, fused, naive) side by side with two plain copies of the same
 bytes on as many threads (copy: memcpy; copy-nt: non-temporal stores, which do
 not read the output's lines first; the faster of the two is the physical limit)
-and the other libraries this build found (oneDNN, XNNPACK), on the same data, and
+and the other libraries this build found (oneDNN, XNNPACK, PyTorch), on the same data, and
 prints one table per workload: GB/s = (input + output bytes) / median time,
 auto's fraction of the faster copy and its
 ratio to the best other library, and the largest relative error of each
@@ -188,7 +188,8 @@ Options:
   --offset BYTES     start every tensor this many bytes past a page, e.g. 16,
                      where NumPy and malloc put large blocks (default 0)
   --impl LIST        implementations to run: copy, copy-nt, smax (every variant),
-                     smax:auto, smax:online, ..., onednn, xnnpack (default all)
+                     smax:auto, smax:online, ..., onednn, xnnpack, pytorch
+                     (default all)
   --seed N           seed of the random inputs (default 1)
   --json FILE        write every measurement and the machine as JSON
   --csv FILE         write every measurement as CSV
