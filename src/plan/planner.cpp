@@ -7,6 +7,20 @@ namespace {
 
 std::string kib(std::int64_t bytes) { return std::to_string(bytes >> 10) + " KiB"; }
 
+// Only the softmax and log_softmax output passes of the row kernels (f32_rows.hpp)
+// and of the column panels (f32_columns.hpp; three-pass softmax panels then keep their
+// terms in a scratch panel, not in the output) stream, for f32, f16 and bf16; f64,
+// naive's scalar loop and fused over chunks (whose exps wait in the output) store
+// through the cache. `moved`: the call's input and output bytes.
+bool output_streams(const Plan& plan, Op op, DType dtype, std::int64_t moved, Stores asked,
+                    const MachineInfo& m) {
+  const bool fused_over_chunks = plan.algorithm == Algorithm::fused && plan.chunk > 0;
+  const bool can_stream =
+      op != Op::logsumexp && dtype != DType::f64 && plan.algorithm != Algorithm::naive && !fused_over_chunks;
+  if (!can_stream || asked == Stores::cached) return false;
+  return asked == Stores::streaming || (m.l3_bytes > 0 && moved > streaming_threshold_bytes(m));
+}
+
 // Variant choice. The working set of one row is its input plus its output. Strided
 // rows are gathered into contiguous memory first (execute.cpp), so the layout does
 // not matter here.
@@ -21,13 +35,20 @@ std::string kib(std::int64_t bytes) { return std::to_string(bytes >> 10) + " KiB
 //   in calls that stream (64 x 262144) ran 15% slower than online, whose output
 //   streams (docs/PERFORMANCE.md). 16-bit rows keep their exps in a float buffer
 //   beside the row, which counts in the working set.
+// - Softmax rows of a call whose output online would not stream (output_streams):
+//   fused over chunks as well. Online writes such an output through the cache too,
+//   so it reads and writes memory as often, and computes each exp twice. Measured on
+//   the AMD EPYC Zen 4 VM (1 MiB L2, 32 MiB L3, twenty-seventh session; calls of 9 to
+//   32 MiB, which had run online): f32 8 x 151936, 8 x 262144, 16 x 262144 from DRAM
+//   1.06-1.13x on two threads, 1.19-1.23x on one, 1.27-1.55x hot; bf16 1.57-1.70x
+//   from DRAM on two threads, 1.8-2.1x on one.
 // - Rows of kSplitMinLength or more: online over chunks, each chunk read twice from
 //   cache, threads sharing the chunks.
 // - Fits in L2: safe; its three passes hit cache.
 // - Larger: online, which reads memory twice where the three-pass variants read it
 //   three times, with its output pass reversed to start on the cached tail.
 // logsumexp writes no row, so only the read counts.
-void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, std::int64_t call_bytes,
+void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, std::int64_t call_bytes, Stores asked,
                     const MachineInfo& m) {  // call_bytes: the whole call's input and output
   const std::int64_t row_bytes = length * static_cast<std::int64_t>(size_of(dtype)) * (op == Op::logsumexp ? 1 : 2);
   const auto row = [&] { return "row of " + std::to_string(length) + " elements (" + kib(row_bytes) + " in and out)"; };
@@ -37,13 +58,16 @@ void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, std::in
   const std::int64_t exps_bytes = dtype == DType::f32 ? 0 : row_bytes;
   const bool chunks_fit_l2 = row_bytes + exps_bytes <= m.l2_bytes;
   const bool call_stays_cached = stays_cached_between_passes(dtype == DType::f32 ? call_bytes : 2 * call_bytes, m);
+  Plan online;
+  online.algorithm = Algorithm::online;
+  const bool online_output_cached = !output_streams(online, op, dtype, call_bytes, asked, m);
   if (fits_half_l2 && length <= kFusedMaxLength) {
     plan.algorithm = Algorithm::fused;
     plan.because([&] {
       return row() + " fits in half of L2 (" + kib(m.l2_bytes) +
              "): fused reads it once, computes each exp once and writes it once";
     });
-  } else if (dtype != DType::f64 && op == Op::softmax && (chunks_fit_l2 || call_stays_cached)) {
+  } else if (dtype != DType::f64 && op == Op::softmax && (chunks_fit_l2 || call_stays_cached || online_output_cached)) {
     plan.algorithm = Algorithm::fused;
     plan.chunk = chunk_length(length);
     plan.because([&] {
@@ -52,9 +76,15 @@ void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, std::in
       const std::string where =
           row_bytes + exps_bytes <= m.l2_bytes / 2 ? with + " fits in half of L2 (" + l2 + ")"
           : chunks_fit_l2                          ? with + " fits in L2 (" + l2 + ")"
-                           : " is in a call that stays in the cache (" + kib(call_bytes) +
-                                 (exps_bytes > 0 ? " and float exps" : "") + ", at most 1/" +
-                                 std::to_string(kFusedCallLlcDivisor) + " of L3)";
+          : call_stays_cached ? " is in a call that stays in the cache (" + kib(call_bytes) +
+                                    (exps_bytes > 0 ? " and float exps" : "") + ", at most 1/" +
+                                    std::to_string(kFusedCallLlcDivisor) + " of L3)"
+                              : " is in a call whose output would go through the cache under online too (" +
+                                    kib(call_bytes) + (asked == Stores::cached ? ", cached stores asked for"
+                                                                                : ", within the " +
+                                                                                      kib(streaming_threshold_bytes(m)) +
+                                                                                      " streaming threshold") +
+                                    ")";
       return row() + where + ": fused over chunks of " + std::to_string(plan.chunk) +
              " elements (each chunk's exps stored " + (exps_bytes > 0 ? "in a float buffer" : "in the output") +
              ", then scaled from the cache), merged in a fixed order, so threads can share the row";
@@ -200,20 +230,6 @@ bool fetches_next_panel(const Plan& plan, Op op, DType dtype, std::int64_t panel
          fetching_live_multiple(element_bytes) * panel_input_bytes <= m.l2_bytes / 2;
 }
 
-// Only the softmax and log_softmax output passes of the row kernels (f32_rows.hpp)
-// and of the column panels (f32_columns.hpp; three-pass softmax panels then keep their
-// terms in a scratch panel, not in the output) stream, for f32, f16 and bf16; f64,
-// naive's scalar loop and fused over chunks (whose exps wait in the output) store
-// through the cache. `moved`: the call's input and output bytes.
-bool output_streams(const Plan& plan, Op op, DType dtype, std::int64_t moved, Stores asked,
-                    const MachineInfo& m) {
-  const bool fused_over_chunks = plan.algorithm == Algorithm::fused && plan.chunk > 0;
-  const bool can_stream =
-      op != Op::logsumexp && dtype != DType::f64 && plan.algorithm != Algorithm::naive && !fused_over_chunks;
-  if (!can_stream || asked == Stores::cached) return false;
-  return asked == Stores::streaming || (m.l3_bytes > 0 && moved > streaming_threshold_bytes(m));
-}
-
 void choose_stores(Plan& plan, Op op, DType dtype, std::int64_t moved, Stores asked,
                    const MachineInfo& m) {
   if (!output_streams(plan, op, dtype, moved, asked, m)) return;
@@ -278,7 +294,7 @@ Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, std::
     });
     choose_column_passes(plan, op, dtype, length * element_bytes * plan.panel_width, options.algorithm, machine);
   } else if (options.algorithm == Algorithm::automatic) {
-    choose_variant(plan, op, dtype, length, moved, machine);
+    choose_variant(plan, op, dtype, length, moved, options.stores, machine);
   } else {
     plan.algorithm = options.algorithm;
     plan.because([&] { return std::string(to_string(options.algorithm)) + " was asked for"; });

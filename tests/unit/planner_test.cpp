@@ -82,7 +82,9 @@ TEST_F(Planner, SoftmaxRowsThatFitInCacheRunFusedOverChunks) {
   const PlanInfo b = plan(Op::softmax, in_l2, DType::bf16);
   EXPECT_EQ(b.algorithm, Algorithm::fused) << b.reason;
   EXPECT_GT(b.chunk_length, 0) << b.reason;
-  EXPECT_NE(plan(Op::softmax, beyond_cache, DType::bf16).algorithm, Algorithm::fused);
+  // beyond_cache's bytes again in bf16, whose output would stream (and online's does).
+  const std::array<std::int64_t, 2> beyond_cache_bf16{2 * beyond_cache[0], beyond_cache[1]};
+  EXPECT_NE(plan(Op::softmax, beyond_cache_bf16, DType::bf16).algorithm, Algorithm::fused);
   const PlanInfo streamed = plan(Op::softmax, beyond_cache, DType::f32);
   EXPECT_EQ(streamed.algorithm, Algorithm::online) << streamed.reason;
   EXPECT_EQ(streamed.stores, Stores::streaming) << streamed.reason;
@@ -168,6 +170,33 @@ MachineInfo two_cores(std::int64_t l2_bytes, std::int64_t l3_bytes) {
   m.l3_bytes = l3_bytes;
   m.threads = 2;
   return m;
+}
+
+// Softmax rows longer than L2 in a call beyond a quarter of L3 but within the
+// streaming threshold, whose output online would write through the cache: fused over
+// chunks, which computes each exp once (choose_variant). Beyond the threshold: online,
+// whose output streams. The Zen 4 VM's caches; log_softmax has no fused-over-chunks form.
+TEST_F(Planner, LongSoftmaxRowsWhoseOutputGoesThroughTheCacheRunFusedOverChunks) {
+  const MachineInfo zen4 = two_cores(1 << 20, 32 << 20);
+  const auto rows_plan = [&](Op op, DType dtype, std::int64_t rows) {
+    return detail::make_plan(op, dtype, rows, 262144, 0, {}, zen4);
+  };
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    for (std::int64_t rows : {8, 16}) {  // 16 and 32 MiB of f32 in and out
+      const detail::Plan p = rows_plan(Op::softmax, dtype, rows);
+      EXPECT_EQ(p.algorithm, Algorithm::fused) << rows << " rows: " << p.reason;
+      EXPECT_GT(p.chunk, 0) << p.reason;
+      EXPECT_EQ(p.stores, Stores::cached) << p.reason;
+    }
+    EXPECT_EQ(rows_plan(Op::log_softmax, dtype, 8).algorithm, Algorithm::online);
+  }
+  const detail::Plan streamed = rows_plan(Op::softmax, DType::f32, 24);  // 48 MiB
+  EXPECT_EQ(streamed.algorithm, Algorithm::online) << streamed.reason;
+  EXPECT_EQ(streamed.stores, Stores::streaming) << streamed.reason;
+  // Asked to store through the cache, online's output would not stream at any size.
+  const detail::Plan cached = detail::make_plan(Op::softmax, DType::f32, 64, 262144, 0, {.stores = Stores::cached}, zen4);
+  EXPECT_EQ(cached.algorithm, Algorithm::fused) << cached.reason;
+  EXPECT_GT(cached.chunk, 0) << cached.reason;
 }
 
 // An L3 the size of a core complex's (AMD Zen 5 VM: 32 MiB): tall panels narrow to a
@@ -334,10 +363,13 @@ TEST_F(Planner, TrainingOutputsStreamBeyondTheirThresholds) {
 }
 
 TEST_F(Planner, RowsMuchLargerThanL2AreOnline) {
-  // Four times L2 in f32 input alone, in a call beyond a quarter of L3 (a single such
-  // row in a call within the cache runs softmax fused over chunks, above).
+  // Four times L2 in f32 input alone, in a call beyond a quarter of L3 and beyond the
+  // streaming threshold (a single such row in a call within the cache runs softmax
+  // fused over chunks, above and below).
   const MachineInfo& m = machine();
-  const std::array<std::int64_t, 2> shape{m.l3_bytes / detail::kFusedCallLlcDivisor / (m.l2_bytes * 8) + 1, m.l2_bytes};
+  const std::array<std::int64_t, 2> shape{
+      std::max(m.l3_bytes / detail::kFusedCallLlcDivisor / (m.l2_bytes * 8) + 1, rows_beyond_streaming(m.l2_bytes)),
+      m.l2_bytes};
   for (Op op : kAllOps) {
     const PlanInfo p = plan(op, shape, DType::f32);
     EXPECT_EQ(p.algorithm, Algorithm::online) << to_string(op) << ": " << p.reason;
