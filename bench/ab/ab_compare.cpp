@@ -4,11 +4,11 @@
 // holds still. Prints, per shape, each build's median and least ns an element over
 // the rounds and the median of the rounds' ratios A / B (above 1: B is faster).
 //
-//   ab_compare A.so B.so [op=log|sb|lsb|ce] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] [ob=BYTES] [axis=0] [in=hot] [then=read] f:ROWSxCOLS b:BATCHxROWSxCOLS ...
+//   ab_compare A.so B.so [op=log|sb|lsb|ce|cei] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] [ob=BYTES] [axis=0] [in=hot] [then=read] f:ROWSxCOLS b:BATCHxROWSxCOLS ...
 //
 // f: f32, b: bf16 (normal(0, 3) inputs). op: softmax (the default), log_softmax,
 // cross-entropy with its gradient (ce: mean over class-index targets, the class axis
-// last), softmax_backward (sb) or log_softmax_backward (lsb); the backward ops take y from
+// last; cei: the gradient written over the logits), softmax_backward (sb) or log_softmax_backward (lsb); the backward ops take y from
 // build A's softmax or log_softmax of those inputs and dy from normal(0, 1). With
 // m=MIB, copies of the buffers fill MIB mebibytes and the calls take them in turn:
 // beyond twice the last-level cache, every call reads memory. Every buffer starts at
@@ -127,7 +127,7 @@ std::vector<Buffer> copies(std::size_t count, const std::vector<unsigned char>& 
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: %s A.so B.so [op=log|sb|lsb|ce] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] [ob=BYTES] [axis=0] [in=hot] [then=read] f:ROWSxCOLS b:BATCHxROWSxCOLS ...\n", argv[0]);
+    std::fprintf(stderr, "usage: %s A.so B.so [op=log|sb|lsb|ce|cei] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] [ob=BYTES] [axis=0] [in=hot] [then=read] f:ROWSxCOLS b:BATCHxROWSxCOLS ...\n", argv[0]);
     return 2;
   }
   std::string entry = "smax_ab_softmax", forward = "smax_ab_softmax";
@@ -143,6 +143,8 @@ int main(int argc, char** argv) {
       entry = "smax_ab_log_softmax";
     } else if (s == "op=ce") {
       entry = "smax_ab_cross_entropy";
+    } else if (s == "op=cei") {
+      entry = "smax_ab_cross_entropy_in_place";
     } else if (s == "op=sb") {
       entry = "smax_ab_softmax_backward";
     } else if (s == "op=lsb") {

@@ -47,9 +47,8 @@ SMAX_AB_BACKWARD_ENTRY(smax_ab_log_softmax_backward, log_softmax_backward)
 
 // Cross-entropy (mean over class-index targets, the class axis last) of rows x cols
 // logits x, its gradient to grad: the forward entry's signature (batch, axis unused).
-extern "C" __attribute__((visibility("default"))) void smax_ab_cross_entropy(int bf16, const void* x, void* grad,
-                                                                             long batch, long rows, long cols,
-                                                                             int threads, int /*axis*/) {
+namespace {
+void cross_entropy(int bf16, const void* x, void* grad, long batch, long rows, long cols, int threads) {
   const smax::DType dtype = bf16 != 0 ? smax::DType::bf16 : smax::DType::f32;
   const long n = batch * rows;
   static std::vector<std::int64_t> targets;
@@ -65,4 +64,20 @@ extern "C" __attribute__((visibility("default"))) void smax_ab_cross_entropy(int
   out.grad = smax::MutableTensorView(grad, dtype, {n, cols});
   smax::cross_entropy(smax::TensorView(x, dtype, {n, cols}), smax::IndexView(targets.data(), {n}),
                       smax::MutableTensorView(loss, dtype, {}), o, out);
+}
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) void smax_ab_cross_entropy(int bf16, const void* x, void* grad,
+                                                                             long batch, long rows, long cols,
+                                                                             int threads, int /*axis*/) {
+  cross_entropy(bf16, x, grad, batch, rows, cols, threads);
+}
+
+// The same with the gradient written over the logits (later calls take the last
+// call's gradient as their logits).
+extern "C" __attribute__((visibility("default"))) void smax_ab_cross_entropy_in_place(int bf16, const void* x,
+                                                                                      void* /*grad*/, long batch,
+                                                                                      long rows, long cols,
+                                                                                      int threads, int /*axis*/) {
+  cross_entropy(bf16, x, const_cast<void*>(x), batch, rows, cols, threads);
 }

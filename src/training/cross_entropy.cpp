@@ -69,6 +69,10 @@ struct Request {
 
   double weight_total = 0;  // the mean's divisor
   int threads = 1;
+  // Whether the call's gradient, were it not written over the logits, would stream
+  // (streams_grad): the rule for stored exps takes this, not `stream`, so that in
+  // place or not gives the same bits.
+  bool grad_call_streams = false;
   bool stream = false;  // the gradient's whole vectors around the cache (stored exps' rows)
 };
 
@@ -117,9 +121,10 @@ void store_as(DType dtype, std::byte* base, std::int64_t offset, double v) {
 // 0.90-1.04x; 16 MiB calls 1.11-1.24x, 1.08-1.27x, but 0.75-1.00x all in cache, where
 // an output that fits may also be read from cache by the next op. (Until then: a
 // quarter of the reported L3, uncapped: 120 MiB there.) A gradient in place over the
-// logits never streams: its lines are in cache already, read by the same pass.
+// logits never streams: its lines are in cache already, read by the same pass
+// (Request::stream is false there; Request::grad_call_streams is this rule's answer).
 bool streams_grad(Stores stores, const Request& r) {
-  if (r.grad == nullptr || r.grad == r.logits) return false;
+  if (r.grad == nullptr) return false;
   const std::int64_t moved = 2 * r.fold.rows * r.classes * static_cast<std::int64_t>(size_of(r.dtype));
   return detail::training_output_streams(stores, moved, detail::streaming_threshold_bytes(machine()));
 }
@@ -245,7 +250,8 @@ Request validate(const Checker& check, const TensorView& logits, const TensorVie
   }
   r.fold = training::fold_rows(batch, strides);
   r.threads = training::thread_count(o.threads, r.fold.rows, classes);
-  r.stream = streams_grad(o.stores, r);
+  r.grad_call_streams = streams_grad(o.stores, r);
+  r.stream = r.grad_call_streams && r.grad != r.logits;
   return r;
 }
 
@@ -544,7 +550,11 @@ class RowKernel {
   // logits, the exps and the gradient (and the next row's logits, prefetched) fit in
   // L2, or where the whole call's logits and gradient stay in the cache between the
   // passes by the forward softmax's rule for fused over chunks, so that the second
-  // pass reads cache. (With or without log-probabilities and in place
+  // pass reads cache, or where the gradient goes through the cache anyway (it does
+  // not stream): computing the exps again would then save no memory traffic. Zen 4
+  // VM (32 MiB L3), calls of 16 to 32 MiB (f32 8 x 262144, 16 x 200000; bf16 16 x
+  // 262144), twenty-seventh session: 1.08-1.36x from DRAM on two threads, 1.30-1.58x on
+  // one, 1.19-1.62x hot. (With or without log-probabilities and in place
   // or not, so that each gives the same bits.)
   bool uses_stored_exps() const {
     if (grad_ == nullptr) return false;
@@ -552,6 +562,7 @@ class RowKernel {
     const MachineInfo& m = machine();
     const auto bytes_per_class = static_cast<std::int64_t>(3 * sizeof(T) + sizeof(float));
     if (r_.classes * bytes_per_class <= m.l2_bytes) return true;
+    if (!r_.grad_call_streams) return true;
     return detail::stays_cached_between_passes(r_.fold.rows * r_.classes * static_cast<std::int64_t>(2 * sizeof(T)), m);
   }
 
