@@ -30,7 +30,7 @@ case "${1:-}" in
 esac
 
 # The newest torch wheel on PyPI, unpacked without its Python dependencies into
-# build/deps/pytorch (about 2 GB; smax bench links its libtorch_cpu, which CMake
+# build/deps/pytorch (1.3 GB; smax bench links its libtorch_cpu, which CMake
 # looks for there), with the two CUDA runtime libraries libtorch_cpu loads at
 # start (the wheel's pin, from pip's cuda-toolkit packages, put where its rpath
 # looks: no GPU or CUDA install is needed). Skipped when it is already there.

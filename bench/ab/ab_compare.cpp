@@ -8,23 +8,24 @@
 //
 // f: f32, b: bf16 (normal(0, 3) inputs). op: softmax (the default), log_softmax,
 // cross-entropy with its gradient (ce: mean over class-index targets, the class axis
-// last; cei: the gradient written over the logits), softmax_backward (sb) or log_softmax_backward (lsb); the backward ops take y from
-// build A's softmax or log_softmax of those inputs and dy from normal(0, 1). With
-// m=MIB, copies of the buffers fill MIB mebibytes and the calls take them in turn:
-// beyond twice the last-level cache, every call reads memory. Every buffer starts at
-// a page boundary, or o=BYTES past one (o=16: where glibc's malloc puts large blocks,
-// and so std::vector's and NumPy's), since loads that cross cache lines cost more and
-// some kernels take other paths for outputs that are not aligned to the vector;
-// ox=BYTES sets the inputs' offset apart (x, or y and dy). axis=0: softmax or
-// log_softmax down the columns (the column panels) instead of along the rows; a shape
-// of three extents is a batch of such matrices (forward ops only). ob=BYTES gives
-// build B buffers of its own, every one that many bytes past a page: with the same
-// build as A and B, the cost of misaligned rows measured in one process. in=hot (with
-// m=MIB): every call reads the first set's inputs, which stay in cache, and writes the
-// next set's output, which is not: an input just produced by the op before, written
-// to a buffer last touched long ago. then=read: each call is followed, inside its
-// timing, by a read of the whole output on as many threads (the next op's, a plain
-// sum): a cached output's lines are there to be read, a streamed one's are not.
+// last; cei: the gradient written over the logits), softmax_backward (sb) or
+// log_softmax_backward (lsb); the backward ops take y from build A's softmax or
+// log_softmax of those inputs and dy from normal(0, 1). With m=MIB, copies of the
+// buffers fill MIB mebibytes and the calls take them in turn: beyond twice the
+// last-level cache, every call reads memory. Every buffer starts at a page boundary, or
+// o=BYTES past one (o=16: where glibc's malloc puts large blocks, and so std::vector's
+// and NumPy's), since loads that cross cache lines cost more and some kernels take
+// other paths for outputs that are not aligned to the vector; ox=BYTES sets the inputs'
+// offset apart (x, or y and dy). axis=0: softmax or log_softmax down the columns (the
+// column panels) instead of along the rows; a shape of three extents is a batch of such
+// matrices (forward ops only). ob=BYTES gives build B buffers of its own, every one
+// that many bytes past a page: with the same build as A and B, the cost of misaligned
+// rows measured in one process. in=hot (with m=MIB): every call reads the first set's
+// inputs, which stay in cache, and writes the next set's output, which is not: an input
+// just produced by the op before, written to a buffer last touched long ago. then=read:
+// each call is followed, inside its timing, by a read of the whole output on as many
+// threads (the next op's, a plain sum): a cached output's lines are there to be read, a
+// streamed one's are not.
 // scripts/ab.sh builds the two libraries.
 #include <dlfcn.h>
 

@@ -40,8 +40,8 @@ bool output_streams(const Plan& plan, Op op, DType dtype, std::int64_t moved, St
 //   so it reads and writes memory as often, and computes each exp twice. Measured on
 //   the AMD EPYC Zen 4 VM (1 MiB L2, 32 MiB L3, twenty-seventh session; calls of 9 to
 //   32 MiB, which had run online): f32 8 x 151936, 8 x 262144, 16 x 262144 from DRAM
-//   1.06-1.13x on two threads, 1.19-1.23x on one, 1.27-1.55x hot; bf16 1.57-1.70x
-//   from DRAM on two threads, 1.8-2.1x on one.
+//   1.07-1.13x on two threads (12 x 262144: 0.94 and 1.06), 1.19-1.23x on one,
+//   1.27-1.55x hot; bf16 1.57-1.70x from DRAM on two threads, 1.81-1.86x on one.
 // - Rows of kSplitMinLength or more: online over chunks, each chunk read twice from
 //   cache, threads sharing the chunks.
 // - Fits in L2: safe; its three passes hit cache.
@@ -73,18 +73,22 @@ void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, std::in
     plan.because([&] {
       const std::string with = exps_bytes > 0 ? " with its float exps (" + kib(exps_bytes) + ")" : "";
       const std::string l2 = kib(m.l2_bytes);
-      const std::string where =
-          row_bytes + exps_bytes <= m.l2_bytes / 2 ? with + " fits in half of L2 (" + l2 + ")"
-          : chunks_fit_l2                          ? with + " fits in L2 (" + l2 + ")"
-          : call_stays_cached ? " is in a call that stays in the cache (" + kib(call_bytes) +
-                                    (exps_bytes > 0 ? " and float exps" : "") + ", at most 1/" +
-                                    std::to_string(kFusedCallLlcDivisor) + " of L3)"
-                              : " is in a call whose output would go through the cache under online too (" +
-                                    kib(call_bytes) + (asked == Stores::cached ? ", cached stores asked for"
-                                                                                : ", within the " +
-                                                                                      kib(streaming_threshold_bytes(m)) +
-                                                                                      " streaming threshold") +
-                                    ")";
+      std::string where;
+      if (row_bytes + exps_bytes <= m.l2_bytes / 2) {
+        where = with + " fits in half of L2 (" + l2 + ")";
+      } else if (chunks_fit_l2) {
+        where = with + " fits in L2 (" + l2 + ")";
+      } else if (call_stays_cached) {
+        where = " is in a call that stays in the cache (" + kib(call_bytes) +
+                (exps_bytes > 0 ? " and float exps" : "") + ", at most 1/" + std::to_string(kFusedCallLlcDivisor) +
+                " of L3)";
+      } else {
+        const std::string why = asked == Stores::cached
+                                    ? "cached stores asked for"
+                                    : "within the " + kib(streaming_threshold_bytes(m)) + " streaming threshold";
+        where = " is in a call whose output would go through the cache under online too (" + kib(call_bytes) + ", " +
+                why + ")";
+      }
       return row() + where + ": fused over chunks of " + std::to_string(plan.chunk) +
              " elements (each chunk's exps stored " + (exps_bytes > 0 ? "in a float buffer" : "in the output") +
              ", then scaled from the cache), merged in a fixed order, so threads can share the row";

@@ -553,8 +553,8 @@ class RowKernel {
   // pass reads cache, or where the gradient goes through the cache anyway (it does
   // not stream): computing the exps again would then save no memory traffic. Zen 4
   // VM (32 MiB L3), calls of 16 to 32 MiB (f32 8 x 262144, 16 x 200000; bf16 16 x
-  // 262144), twenty-seventh session: 1.08-1.36x from DRAM on two threads, 1.30-1.58x on
-  // one, 1.19-1.62x hot. (With or without log-probabilities and in place
+  // 262144), twenty-seventh session: 1.03-1.53x from DRAM on two threads, 1.30-1.58x on
+  // one, 1.19-1.62x hot; in place 1.23-1.71x. (With or without log-probabilities and in place
   // or not, so that each gives the same bits.)
   bool uses_stored_exps() const {
     if (grad_ == nullptr) return false;

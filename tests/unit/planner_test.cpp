@@ -194,7 +194,8 @@ TEST_F(Planner, LongSoftmaxRowsWhoseOutputGoesThroughTheCacheRunFusedOverChunks)
   EXPECT_EQ(streamed.algorithm, Algorithm::online) << streamed.reason;
   EXPECT_EQ(streamed.stores, Stores::streaming) << streamed.reason;
   // Asked to store through the cache, online's output would not stream at any size.
-  const detail::Plan cached = detail::make_plan(Op::softmax, DType::f32, 64, 262144, 0, {.stores = Stores::cached}, zen4);
+  const detail::Plan cached =
+      detail::make_plan(Op::softmax, DType::f32, 64, 262144, 0, {.stores = Stores::cached}, zen4);
   EXPECT_EQ(cached.algorithm, Algorithm::fused) << cached.reason;
   EXPECT_GT(cached.chunk, 0) << cached.reason;
 }
