@@ -1,6 +1,7 @@
 #include "cpu/split_row.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -55,9 +56,10 @@ simd::GuessedExpSum guessed_exp_pass(const Row<T>& row, std::int64_t begin, std:
 }
 
 // y[0, n) = e[0, n) * factor (factor > 0, or 0 for a chunk that is all -inf), e the
-// stored exps of fused over chunks (y itself for f32 rows).
+// stored exps of fused over chunks (y itself for f32 rows); `stream`: y's whole lines
+// around the cache (16-bit rows only: e is then apart from y).
 template <class T>
-void scale_exps(float* e, T* y, std::size_t n, double factor) {
+void scale_exps(float* e, T* y, std::size_t n, double factor, bool stream) {
   if constexpr (kSimdRows<T>) {
     if (factor == 0.0) {
       std::fill(y, y + n, T{});  // pass 1 stored nothing for an all -inf chunk
@@ -66,9 +68,9 @@ void scale_exps(float* e, T* y, std::size_t n, double factor) {
       // would lose bits of outputs that are not small: two steps, the second by a
       // power of two (exact, or the outputs' own subnormal rounding).
       simd::f32_vscale(e, e, n, static_cast<float>(factor * 0x1p120));
-      simd::f32_vscale(e, y, n, 0x1p-120f);
+      simd::f32_vscale(e, y, n, 0x1p-120f, stream);
     } else {
-      simd::f32_vscale(e, y, n, static_cast<float>(factor));
+      simd::f32_vscale(e, y, n, static_cast<float>(factor), stream);
     }
   }
 }
@@ -83,7 +85,11 @@ void split_row(const Row<T>& row, const RowParams& p) {
   const std::int64_t chunks = std::max<std::int64_t>(1, (row.n + chunk - 1) / chunk);
   auto begin = [&](std::int64_t c) { return c * chunk; };
   auto end = [&](std::int64_t c) { return std::min(row.n, (c + 1) * chunk); };
-  // Fused over chunks: the exps go to y itself (f32) or to a float buffer (16-bit).
+  // Fused over chunks: the exps go to y itself (f32) or to a float buffer (16-bit,
+  // whose scaling pass may then stream y: written once, around the cache, while the
+  // exps wait in it; the planner streams no f32 row fused over chunks).
+  const bool stream = !std::is_same_v<T, float> && p.stores == Stores::streaming &&
+                      reinterpret_cast<std::uintptr_t>(row.y) % sizeof(T) == 0;
   float* exps = nullptr;
   if (stores_exps(row, p)) {
     if constexpr (std::is_same_v<T, float>) {
@@ -129,8 +135,10 @@ void split_row(const Row<T>& row, const RowParams& p) {
       // scaling pass writes lines already in cache instead of reading each from memory
       // after the arithmetic (bf16 1 x 128256 and 8 x 128256 1.17-1.18x from DRAM,
       // 1.17-1.20x with the input in cache; docs/PERFORMANCE.md, twenty-fourth session).
+      // None where y streams.
       const std::int64_t x_next = c + 1 < share.end ? c + 1 : -1;
-      const std::int64_t y_next = !store_exps ? -1 : std::is_same_v<T, float> ? x_next : c;
+      std::int64_t y_next = -1;
+      if (store_exps && !stream) y_next = static_cast<void*>(exps) == static_cast<void*>(row.y) ? x_next : c;
       const simd::Ahead<T> next = ahead(x_next, y_next);
       const simd::GuessedExpSum guessed = guessed_exp_pass(row, begin(c), end(c), p, exps, next);
       if (guessed.ok) {
@@ -191,7 +199,7 @@ void split_row(const Row<T>& row, const RowParams& p) {
                                     ? 0.0
                                     : std::exp((e.against - static_cast<double>(f.m)) * p.inv_t) *
                                           static_cast<double>(f.scale) / e.scale;
-          scale_exps(exps + begin(c), row.y + begin(c), static_cast<std::size_t>(end(c) - begin(c)), factor);
+          scale_exps(exps + begin(c), row.y + begin(c), static_cast<std::size_t>(end(c) - begin(c)), factor, stream);
           continue;
         }
         // The order applies to the chunks (reverse starts on those pass 1 left in

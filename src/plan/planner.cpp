@@ -9,14 +9,18 @@ std::string kib(std::int64_t bytes) { return std::to_string(bytes >> 10) + " KiB
 
 // Only the softmax and log_softmax output passes of the row kernels (f32_rows.hpp)
 // and of the column panels (f32_columns.hpp; three-pass softmax panels then keep their
-// terms in a scratch panel, not in the output) stream, for f32, f16 and bf16; f64,
-// naive's scalar loop and fused over chunks (whose exps wait in the output) store
-// through the cache. `moved`: the call's input and output bytes.
+// terms in a scratch panel, not in the output) stream, for f32, f16 and bf16, and the
+// scaling pass of 16-bit rows fused over chunks (their exps wait in a float buffer);
+// f64, naive's scalar loop and f32 rows fused over chunks (whose exps wait in the
+// output) store through the cache. Streamed with its exps in a float buffer, an f32
+// row fused over chunks ran slower: 64 x 128256 from DRAM 0.88-0.90x on the Zen 4 VM
+// (docs/PERFORMANCE.md, twenty-seventh session). `moved`: the call's input and output
+// bytes.
 bool output_streams(const Plan& plan, Op op, DType dtype, std::int64_t moved, Stores asked,
                     const MachineInfo& m) {
-  const bool fused_over_chunks = plan.algorithm == Algorithm::fused && plan.chunk > 0;
+  const bool f32_over_chunks = plan.algorithm == Algorithm::fused && plan.chunk > 0 && dtype == DType::f32;
   const bool can_stream =
-      op != Op::logsumexp && dtype != DType::f64 && plan.algorithm != Algorithm::naive && !fused_over_chunks;
+      op != Op::logsumexp && dtype != DType::f64 && plan.algorithm != Algorithm::naive && !f32_over_chunks;
   if (!can_stream || asked == Stores::cached) return false;
   return asked == Stores::streaming || (m.l3_bytes > 0 && moved > streaming_threshold_bytes(m));
 }
@@ -42,6 +46,12 @@ bool output_streams(const Plan& plan, Op op, DType dtype, std::int64_t moved, St
 //   32 MiB, which had run online): f32 8 x 151936, 8 x 262144, 16 x 262144 from DRAM
 //   1.07-1.13x on two threads (12 x 262144: 0.94 and 1.06), 1.19-1.23x on one,
 //   1.27-1.55x hot; bf16 1.57-1.70x from DRAM on two threads, 1.81-1.86x on one.
+// - 16-bit softmax rows whose float exps fit in a quarter of the counted L3: fused
+//   over chunks too, in any call. Their exps wait in the float buffer, in cache, while
+//   the output streams where the call is that large: memory sees one read and one
+//   write, as under online, which computes each exp twice. Zen 4 VM, bf16 from DRAM
+//   (twenty-seventh session; calls that had run online, streamed): 64 x 151936 to 8 x
+//   2097152 1.60-1.97x on two threads, 1.90-1.99x on one.
 // - Rows of kSplitMinLength or more: online over chunks, each chunk read twice from
 //   cache, threads sharing the chunks.
 // - Fits in L2: safe; its three passes hit cache.
@@ -61,13 +71,16 @@ void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, std::in
   Plan online;
   online.algorithm = Algorithm::online;
   const bool online_output_cached = !output_streams(online, op, dtype, call_bytes, asked, m);
+  const bool exps_stay_cached =
+      exps_bytes > 0 && length * static_cast<std::int64_t>(sizeof(float)) <= counted_llc_bytes(m) / kFusedCallLlcDivisor;
   if (fits_half_l2 && length <= kFusedMaxLength) {
     plan.algorithm = Algorithm::fused;
     plan.because([&] {
       return row() + " fits in half of L2 (" + kib(m.l2_bytes) +
              "): fused reads it once, computes each exp once and writes it once";
     });
-  } else if (dtype != DType::f64 && op == Op::softmax && (chunks_fit_l2 || call_stays_cached || online_output_cached)) {
+  } else if (dtype != DType::f64 && op == Op::softmax && (chunks_fit_l2 || call_stays_cached || online_output_cached ||
+                                                          exps_stay_cached)) {
     plan.algorithm = Algorithm::fused;
     plan.chunk = chunk_length(length);
     plan.because([&] {
@@ -82,12 +95,16 @@ void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, std::in
         where = " is in a call that stays in the cache (" + kib(call_bytes) +
                 (exps_bytes > 0 ? " and float exps" : "") + ", at most 1/" + std::to_string(kFusedCallLlcDivisor) +
                 " of L3)";
-      } else {
+      } else if (online_output_cached) {
         const std::string why = asked == Stores::cached
                                     ? "cached stores asked for"
                                     : "within the " + kib(streaming_threshold_bytes(m)) + " streaming threshold";
         where = " is in a call whose output would go through the cache under online too (" + kib(call_bytes) + ", " +
                 why + ")";
+      } else {
+        where = " keeps its float exps (" + kib(length * static_cast<std::int64_t>(sizeof(float))) +
+                ") within 1/" + std::to_string(kFusedCallLlcDivisor) + " of the counted L3 (" +
+                kib(counted_llc_bytes(m)) + ") while its output streams";
       }
       return row() + where + ": fused over chunks of " + std::to_string(plan.chunk) +
              " elements (each chunk's exps stored " + (exps_bytes > 0 ? "in a float buffer" : "in the output") +

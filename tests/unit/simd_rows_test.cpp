@@ -241,7 +241,9 @@ TEST_P(SimdRows, StreamingStoresWriteTheCachedBits) {
           fill_normal(x, rng(), Distribution{2.0, 4.0});
           for (Op op : {Op::softmax, Op::log_softmax}) {
             const Expected expected = reference_nd(op, x, Options{});
-            for (Algorithm algorithm : kSimdAlgorithms) {
+            // automatic: 65537 runs softmax fused over chunks (16-bit: streamed).
+            for (Algorithm algorithm : {Algorithm::safe, Algorithm::fused, Algorithm::tiled, Algorithm::online,
+                                        Algorithm::automatic}) {
               if (algorithm == Algorithm::fused && n > kFusedMaxLength) continue;
               for (PassOrder order : kOrders) {
                 SCOPED_TRACE(std::string(to_string(op)) + ' ' + std::string(to_string(algorithm)) + ' ' +
@@ -253,7 +255,12 @@ TEST_P(SimdRows, StreamingStoresWriteTheCachedBits) {
                 TestTensor in_place = x;
                 run_op(op, in_place.view(), in_place.mutable_view(), options);
                 ASSERT_TRUE(bitwise_equal(streamed, cached));
-                ASSERT_TRUE(bitwise_equal(in_place, cached));
+                // In place, fused over chunks cannot take its exps against a guess (they
+                // overwrite the input): a max pass first, other bits within the bar
+                // (docs/SEMANTICS.md promises the same bits to views that take the same path).
+                if (algorithm != Algorithm::automatic) {
+                  ASSERT_TRUE(bitwise_equal(in_place, cached));
+                }
               }
             }
           }
@@ -278,12 +285,14 @@ TEST_P(SimdRows, StreamingRowsWriteTheCachedBitsAtAnyOutputOffset) {
   for (std::int64_t target : simd_targets()) {
     SCOPED_TRACE(hwy::TargetName(target));
     with_target(target, [&] {
-      for (std::int64_t n : {48, 128, 272, 1000, 1024, 4096, 4097, 8192}) {
+      // 40000: fused over chunks under automatic (16-bit: its scaling pass streamed).
+      for (std::int64_t n : {48, 128, 272, 1000, 1024, 4096, 4097, 8192, 40000}) {
         constexpr std::int64_t kRows = 5;
         TestTensor x(dtype, {kRows, n});
         fill_normal(x, rng(), Distribution{1.0, 5.0});
         if (n == 128 || n == 1024 || n == 4097) x.set_at(2 * n + 7, std::numeric_limits<double>::quiet_NaN());
-        const Options cached_options{.algorithm = Algorithm::fused, .stores = Stores::cached};
+        const Options cached_options{.algorithm = n > kFusedMaxLength ? Algorithm::automatic : Algorithm::fused,
+                                     .stores = Stores::cached};
         const TestTensor cached =
             run_and_check(Op::softmax, x, cached_options, Layout::contiguous, reference_nd(Op::softmax, x, Options{}));
         const auto bytes = static_cast<std::size_t>(kRows * n) * size;
@@ -295,6 +304,7 @@ TEST_P(SimdRows, StreamingRowsWriteTheCachedBitsAtAnyOutputOffset) {
         for (std::size_t offset : {std::size_t{0}, size, std::size_t{16}, std::size_t{40}}) {
           unsigned char* out = out_aligned + offset;
           for (Algorithm algorithm : {Algorithm::fused, Algorithm::automatic}) {
+            if (algorithm == Algorithm::fused && n > kFusedMaxLength) continue;
             SCOPED_TRACE("n=" + std::to_string(n) + " output offset " + std::to_string(offset) + ' ' +
                          std::string(to_string(algorithm)));
             std::fill(out - kGuard, out + bytes + kGuard, kFill);

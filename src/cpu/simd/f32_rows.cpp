@@ -827,7 +827,9 @@ void Convert(const T* x, float* wide, T* y, std::size_t n) {
                                          const Ahead<T>& ahead) {                                               \
     return ExpsFromGuess<false>(x, static_cast<float*>(nullptr), n, inv, ahead);                                \
   }                                                                                                             \
-  void VScale##Suffix(const float* e, T* y, std::size_t n, float scale) { VScaleExps(e, y, n, scale, false); }   \
+  void VScale##Suffix(const float* e, T* y, std::size_t n, float scale, bool stream) {                          \
+    VScaleExps(e, y, n, scale, stream);                                                                         \
+  }                                                                                                             \
   std::size_t SoftmaxRows##Suffix(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows,     \
                                   std::size_t n, const InverseTemperature& inv, float* buffer, Stores stores) { \
     return SoftmaxRows(x, xs, y, ys, rows, n, inv, buffer, stores);                                             \
@@ -887,8 +889,8 @@ namespace smax::cpu::simd {
   GuessedExpSum f32_rsum_exp_from_guess(const T* x, std::size_t n, double inv_t, const Ahead<T>& ahead) {         \
     return HWY_DYNAMIC_DISPATCH(RSumExpFromGuess##Suffix)(x, n, InverseTemperature::of(inv_t), ahead);            \
   }                                                                                                               \
-  void f32_vscale(const float* e, T* y, std::size_t n, float scale) {                                             \
-    HWY_DYNAMIC_DISPATCH(VScale##Suffix)(e, y, n, scale);                                                         \
+  void f32_vscale(const float* e, T* y, std::size_t n, float scale, bool stream) {                                \
+    HWY_DYNAMIC_DISPATCH(VScale##Suffix)(e, y, n, scale, stream);                                                 \
   }                                                                                                               \
   void f32_softmax_normalize(const T* x, T* y, std::size_t n, float m, double inv_t, float scale, bool backward,   \
                              const Ahead<T>& ahead, Stores stores) {                                              \
