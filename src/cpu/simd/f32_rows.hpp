@@ -112,8 +112,8 @@ std::size_t f32_softmax_rows(const bfloat16* x, std::ptrdiff_t x_row_stride, bfl
                              float* buffer, Stores stores = Stores::cached);
 
 // y[i] = e[i] * scale, rounded to y's type, for e never NaN (a softmax's exps: bf16
-// rounds without the NaN case). y may be e itself for float rows (then not `stream`:
-// with streaming stores around the cache, whole lines of y).
+// rounds without the NaN case). `stream`: y's whole lines with streaming stores, around
+// the cache. y may be e itself for float rows that do not stream.
 void f32_vscale(const float* e, float* y, std::size_t n, float scale, bool stream = false);
 void f32_vscale(const float* e, half* y, std::size_t n, float scale, bool stream = false);
 void f32_vscale(const float* e, bfloat16* y, std::size_t n, float scale, bool stream = false);
