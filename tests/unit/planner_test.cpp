@@ -90,6 +90,8 @@ TEST_F(Planner, SoftmaxRowsThatFitInCacheRunFusedOverChunks) {
     EXPECT_EQ(b_streamed.algorithm, Algorithm::fused) << b_streamed.reason;
     EXPECT_GT(b_streamed.chunk_length, 0) << b_streamed.reason;
     EXPECT_EQ(b_streamed.stores, Stores::streaming) << b_streamed.reason;
+  } else {
+    EXPECT_NE(b_streamed.algorithm, Algorithm::fused) << b_streamed.reason;
   }
   const PlanInfo streamed = plan(Op::softmax, beyond_cache, DType::f32);
   EXPECT_EQ(streamed.algorithm, Algorithm::online) << streamed.reason;
