@@ -71,8 +71,8 @@ void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, std::in
   Plan online;
   online.algorithm = Algorithm::online;
   const bool online_output_cached = !output_streams(online, op, dtype, call_bytes, asked, m);
-  const bool exps_stay_cached =
-      exps_bytes > 0 && length * static_cast<std::int64_t>(sizeof(float)) <= counted_llc_bytes(m) / kFusedCallLlcDivisor;
+  const std::int64_t float_exps_bytes = length * static_cast<std::int64_t>(sizeof(float));
+  const bool exps_stay_cached = exps_bytes > 0 && float_exps_bytes <= counted_llc_bytes(m) / kFusedCallLlcDivisor;
   if (fits_half_l2 && length <= kFusedMaxLength) {
     plan.algorithm = Algorithm::fused;
     plan.because([&] {
@@ -102,7 +102,7 @@ void choose_variant(Plan& plan, Op op, DType dtype, std::int64_t length, std::in
         where = " is in a call whose output would go through the cache under online too (" + kib(call_bytes) + ", " +
                 why + ")";
       } else {
-        where = " keeps its float exps (" + kib(length * static_cast<std::int64_t>(sizeof(float))) +
+        where = " keeps its float exps (" + kib(float_exps_bytes) +
                 ") within 1/" + std::to_string(kFusedCallLlcDivisor) + " of the counted L3 (" +
                 kib(counted_llc_bytes(m)) + ") while its output streams";
       }
