@@ -173,11 +173,45 @@ TEST_F(CliBench, OffsetTensorsPassTheCheck) {
   }
 }
 
+// --shape times the user's own tensors: each shape in each dtype, along --axis, in a
+// table of their own; alone, it runs no other workload.
+TEST_F(CliBench, ShapesGivenOnTheCommandLine) {
+  const std::string json_path = (dir / "shapes.json").string();
+  const RunResult result = bench({"--shape", "6x40x3,2x33x5", "--axis", "-2", "--dtype", "f32,bf16", "--impl",
+                                  "copy,smax:auto", "--repeats", "1", "--memory", "16M", "--threads", "1", "--json",
+                                  json_path});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("== shape"), std::string::npos) << result.out;
+  EXPECT_EQ(result.out.find("== classify"), std::string::npos) << result.out;
+  const Json json = Json::parse(slurp(json_path));
+  std::set<std::string> points;
+  for (const Json& r : json.at("results").as_array()) {
+    SCOPED_TRACE(r.at("impl").as_string());
+    EXPECT_EQ(r.at("workload").as_string(), "shape");
+    EXPECT_EQ(r.at("axis").as_int(), 1);
+    EXPECT_TRUE(r.at("ok").as_bool());
+    std::ostringstream label;
+    label << r.at("dtype").as_string();
+    for (const Json& extent : r.at("shape").as_array()) label << ' ' << extent.as_int();
+    points.insert(label.str());
+    if (r.at("impl").as_string() == "smax:auto") {
+      EXPECT_LT(r.at("max_rel_err").as_number(), r.at("dtype").as_string() == "f32" ? 1e-6 : 8e-3);
+    }
+  }
+  EXPECT_EQ(points, (std::set<std::string>{"f32 6 40 3", "bf16 6 40 3", "f32 2 33 5", "bf16 2 33 5"}));
+
+  const RunResult listed = bench({"--workload", "classify", "--shape", "16x16", "--list"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_NE(listed.out.find("256x1000 f32"), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("shape: the shapes given by --shape"), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("16x16 f32"), std::string::npos) << listed.out;
+}
+
 TEST_F(CliBench, HelpNamesTheWorkloads) {
   const RunResult result = run_cli({"bench", "--help"});
   ASSERT_EQ(result.exit_code, 0);
   for (const char* word : {"--workload", "sweep", "vocab", "attention", "classify", "long-row", "axis", "half",
-                           "--bytes", "--offset", "--json", "--plot"}) {
+                           "--bytes", "--offset", "--json", "--plot", "--shape", "--dtype"}) {
     EXPECT_NE(result.out.find(word), std::string::npos) << word;
   }
 }
@@ -198,6 +232,13 @@ TEST_F(CliBench, MalformedCommandLines) {
       {{"--offset", "4096"}, "--offset 4096: must be less than a page (4096 bytes)"},
       {{"--workload", "classify", "--offset", "2"}, "--offset 2: not a multiple of the 4-byte elements of f32"},
       {{"--impl", "torch"}, "--impl torch: unknown implementation"},
+      {{"--shape", "64x0"}, "--shape 64x0: every extent must be at least 1"},
+      {{"--shape", "64xx8"}, "--shape 64xx8: '' is not a non-negative integer"},
+      {{"--shape", "scalar"}, "--shape scalar: a bench point needs at least one axis"},
+      {{"--shape", "64x8,5", "--axis", "1"}, "--axis 1 is out of range for --shape 5 of rank 1 (valid: -1 to 0)"},
+      {{"--shape", "64x8", "--dtype", "f8"}, "--dtype f8: unknown value"},
+      {{"--axis", "0"}, "--axis applies to --shape, which is missing"},
+      {{"--shape", "64x8", "--offset", "2"}, "--offset 2: not a multiple of the 4-byte elements of f32"},
       {{"--frobnicate"}, "unknown option '--frobnicate'"},
       {{"extra"}, "unexpected extra argument 'extra'"},
   };

@@ -86,4 +86,24 @@ void expect_positional(const std::string& command, const Arguments& arguments,
   }
 }
 
+// "64x128256" -> {64, 128256}; "" and "scalar" -> {} (rank 0).
+std::vector<std::int64_t> parse_shape(const std::string& command, const std::string& text) {
+  std::vector<std::int64_t> shape;
+  if (text.empty() || text == "scalar") return shape;
+  std::size_t begin = 0;
+  while (true) {
+    const std::size_t end = std::min(text.find('x', begin), text.size());
+    const std::string piece = text.substr(begin, end - begin);
+    std::int64_t extent = 0;
+    const auto [stop, error] = std::from_chars(piece.data(), piece.data() + piece.size(), extent);
+    if (error != std::errc() || stop != piece.data() + piece.size() || piece.empty() || extent < 0) {
+      throw UsageError(command, "--shape " + text + ": '" + piece +
+                                    "' is not a non-negative integer (write extents as 64x128256)");
+    }
+    shape.push_back(extent);
+    if (end == text.size()) return shape;
+    begin = end + 1;
+  }
+}
+
 }  // namespace smax::cli

@@ -1,6 +1,7 @@
 // Command-line parsing shared by the commands: options, positionals and numbers.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <span>
@@ -52,6 +53,9 @@ bool wants_help(std::span<const std::string> args);
 // The whole text must be the number: "--axis abc: not an integer".
 int parse_int(const std::string& command, std::string_view option, const std::string& text);
 double parse_number(const std::string& command, std::string_view option, const std::string& text);
+
+// A --shape value: extents joined by 'x' ("64x128256"); "" or "scalar" is rank 0.
+std::vector<std::int64_t> parse_shape(const std::string& command, const std::string& text);
 
 // Checks the count of positional arguments; `names` lists them for the message.
 void expect_positional(const std::string& command, const Arguments& arguments,

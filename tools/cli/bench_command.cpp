@@ -17,6 +17,7 @@
 #include "bench_timing.hpp"
 #include "bench_training.hpp"
 #include "bench_workloads.hpp"
+#include "choices.hpp"
 #include "commands.hpp"
 #include "smax/dtype.hpp"
 #include "smax/error.hpp"
@@ -27,7 +28,10 @@ namespace {
 
 using namespace bench;
 
-constexpr std::array<OptionSpec, 12> kBenchOptions{{{"workload", true},
+constexpr std::array<OptionSpec, 15> kBenchOptions{{{"workload", true},
+                                                    {"shape", true},
+                                                    {"axis", true},
+                                                    {"dtype", true},
                                                     {"threads", true},
                                                     {"bytes", true},
                                                     {"repeats", true},
@@ -94,6 +98,43 @@ std::vector<std::string> workload_choice(const std::string& text) {
   return unique;
 }
 
+// --shape 4096x64,8x128256 with --axis and --dtype f32,bf16: every shape in every
+// dtype. A bench point needs data, so no extent may be 0; the axis must be in range
+// for every shape.
+std::vector<Point> shape_choice(const Arguments& arguments) {
+  const auto text = arguments.value("shape");
+  if (!text) {
+    for (const char* option : {"axis", "dtype"}) {
+      if (arguments.has(option)) throw UsageError("bench", std::string("--") + option + " applies to --shape, which is missing");
+    }
+    return {};
+  }
+  std::vector<std::vector<std::int64_t>> shapes;
+  for (const std::string& item : split(*text)) {
+    std::vector<std::int64_t> shape = parse_shape("bench", item);
+    if (shape.empty()) throw UsageError("bench", "--shape " + item + ": a bench point needs at least one axis");
+    if (std::find(shape.begin(), shape.end(), 0) != shape.end()) {
+      throw UsageError("bench", "--shape " + item + ": every extent must be at least 1 (an empty tensor has nothing to time)");
+    }
+    shapes.push_back(std::move(shape));
+  }
+  const int axis = arguments.has("axis") ? parse_int("bench", "axis", *arguments.value("axis")) : -1;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    const int rank = static_cast<int>(shapes[i].size());
+    if (axis < -rank || axis >= rank) {
+      throw UsageError("bench", "--axis " + std::to_string(axis) + " is out of range for --shape " + split(*text)[i] +
+                                    " of rank " + std::to_string(rank) + " (valid: " + std::to_string(-rank) + " to " +
+                                    std::to_string(rank - 1) + ")");
+    }
+  }
+  std::vector<DType> dtypes;
+  for (const std::string& name : split(arguments.value("dtype").value_or("f32"))) {
+    const DType dtype = dtype_choice("bench", name);
+    if (std::find(dtypes.begin(), dtypes.end(), dtype) == dtypes.end()) dtypes.push_back(dtype);
+  }
+  return shape_points(shapes, axis, dtypes);
+}
+
 std::vector<int> threads_choice(const std::string& text) {
   std::vector<int> threads;
   for (const std::string& item : split(text)) {
@@ -146,9 +187,7 @@ void list_points(const std::vector<Point>& points, const std::vector<Implementat
   for (const Point& p : points) {
     if (p.workload != current) {
       current = p.workload;
-      const auto w = std::find_if(workloads().begin(), workloads().end(),
-                                  [&](const WorkloadInfo& info) { return info.name == current; });
-      std::cout << current << ": " << w->summary << '\n';
+      std::cout << current << ": " << workload_summary(current) << '\n';
     }
     std::cout << "  " << p.label() << ' ' << to_string(p.dtype) << "  (" << p.moved_bytes() / 1024 << " KiB moved)\n";
   }
@@ -179,9 +218,7 @@ void check_offset(std::size_t offset, const std::vector<Point>& points, bool tra
 }
 
 void list_training_points() {
-  const auto w = std::find_if(workloads().begin(), workloads().end(),
-                              [](const WorkloadInfo& info) { return info.name == "training"; });
-  std::cout << "training: " << w->summary << '\n';
+  std::cout << "training: " << workload_summary("training") << '\n';
   for (const TrainingPoint& p : training_points()) {
     std::cout << "  " << p.op << ' ' << p.label() << ' ' << to_string(p.dtype) << "  (" << p.moved_bytes() / 1024
               << " KiB moved)\n";
@@ -200,7 +237,10 @@ int run_bench(std::span<const std::string> args) {
   for (const WorkloadInfo& w : workloads()) {
     if (w.in_default) default_workloads += (default_workloads.empty() ? "" : ",") + std::string(w.name);
   }
-  info.workloads = workload_choice(arguments.value("workload").value_or(default_workloads));
+  // --shape alone runs its points only; with --workload, after those workloads.
+  const std::vector<Point> custom = shape_choice(arguments);
+  if (auto text = arguments.value("workload")) info.workloads = workload_choice(*text);
+  else if (custom.empty()) info.workloads = workload_choice(default_workloads);
   info.threads = threads_choice(arguments.value("threads").value_or("1,all"));
   info.bytes_per_point = parse_size("bytes", arguments.value("bytes").value_or(std::string(kDefaultBytes)));
   if (info.bytes_per_point < 1024) throw UsageError("bench", "--bytes must be at least 1K");
@@ -229,7 +269,11 @@ int run_bench(std::span<const std::string> args) {
   check_writable("csv", csv_path);
   check_writable("plot", plot_path);
 
-  const std::vector<Point> points = make_points(info.workloads, info.bytes_per_point);
+  std::vector<Point> points = make_points(info.workloads, info.bytes_per_point);
+  if (!custom.empty()) {
+    points.insert(points.end(), custom.begin(), custom.end());
+    info.workloads.emplace_back(kShapeWorkload);
+  }
   const bool training = std::find(info.workloads.begin(), info.workloads.end(), "training") != info.workloads.end();
   check_offset(info.offset, points, training);
   if (arguments.has("list")) {

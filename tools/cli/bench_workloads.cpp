@@ -125,6 +125,24 @@ std::string Point::label() const {
 
 std::span<const WorkloadInfo> workloads() { return kWorkloads; }
 
+std::string_view workload_summary(std::string_view name) {
+  if (name == kShapeWorkload) return "the shapes given by --shape, along --axis, in each --dtype";
+  for (const WorkloadInfo& w : kWorkloads) {
+    if (w.name == name) return w.summary;
+  }
+  return {};
+}
+
+std::vector<Point> shape_points(std::span<const std::vector<std::int64_t>> shapes, int axis,
+                                std::span<const DType> dtypes) {
+  std::vector<Point> points;
+  for (const std::vector<std::int64_t>& shape : shapes) {
+    const int rank = static_cast<int>(shape.size());
+    for (const DType dtype : dtypes) points.push_back(Point{std::string(kShapeWorkload), shape, axis < 0 ? axis + rank : axis, dtype});
+  }
+  return points;
+}
+
 std::vector<Point> make_points(std::span<const std::string> names, std::size_t bytes_per_point) {
   std::vector<Point> points;
   for (const std::string& name : names) {

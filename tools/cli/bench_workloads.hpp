@@ -40,6 +40,15 @@ struct WorkloadInfo {
 // Every workload, in the order they run.
 std::span<const WorkloadInfo> workloads();
 
+// The summary of a workload, or of the points --shape gives (kShapeWorkload).
+std::string_view workload_summary(std::string_view name);
+
+// The workload of the points given on the command line: each --shape in each
+// --dtype, along --axis.
+inline constexpr std::string_view kShapeWorkload = "shape";
+std::vector<Point> shape_points(std::span<const std::vector<std::int64_t>> shapes, int axis,
+                                std::span<const DType> dtypes);
+
 // The points of the named workloads (known names, in the order given).
 // `bytes_per_point` is what a call should move (input + output) in the workloads
 // whose row count is free (sweep, attention, half's sweep points).

@@ -163,7 +163,10 @@ Workloads (--workload, comma-separated; 'all' for every one):
   dram        16384 x 4096 from memory in f32, bf16 and f16
 The default is sweep,vocab,attention,classify at 1 and all threads, with 16 MiB
 per sized point: about 2 minutes on 2 cores. --bytes 256M gives the tutorial's
-sizes, at several times the time.
+sizes, at several times the time. --shape times your own tensors instead (in a
+table of their own, 'shape'; with --workload, after those workloads), e.g.
+  smax bench --shape 4096x64,8x128256 --dtype f32,bf16 --threads 1
+  smax bench --shape 8x256x56x56 --axis 1 --impl copy-nt,smax:auto,pytorch
 
 Method: one warm-up run, then the median of --repeats runs (at least 3, and
 fewer than --repeats only for calls over 0.5 s / --repeats). Inputs are fresh
@@ -178,6 +181,12 @@ formula's plain float sum is off the reference on rows of millions).
 
 Options:
   --workload LIST    workloads to run (default sweep,vocab,attention,classify)
+  --shape LIST       tensors to time, extents joined by 'x', comma-separated
+                     (e.g. 4096x64,8x128256); every extent at least 1
+  --axis A           the axis --shape's tensors normalise; negative counts from
+                     the end (default -1)
+  --dtype LIST       --shape's element types: f32, f64, f16, bf16, comma-separated
+                     (default f32)
   --threads LIST     thread counts, e.g. 1,2 or 1,all (default 1,all)
   --bytes SIZE       bytes (input + output) per point of sweep, attention and
                      half's sweep points; K, M, G are binary units (default 16M)

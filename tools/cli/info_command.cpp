@@ -24,26 +24,6 @@ constexpr std::array<OptionSpec, 8> kInfoOptions{{{"shape", true},
                                                   {"pass-order", true},
                                                   {"stores", true}}};
 
-// "64x128256" -> {64, 128256}; "" and "scalar" -> {} (rank 0).
-std::vector<std::int64_t> parse_shape(const std::string& text) {
-  std::vector<std::int64_t> shape;
-  if (text.empty() || text == "scalar") return shape;
-  std::size_t begin = 0;
-  while (true) {
-    const std::size_t end = std::min(text.find('x', begin), text.size());
-    const std::string piece = text.substr(begin, end - begin);
-    std::int64_t extent = 0;
-    const auto [stop, error] = std::from_chars(piece.data(), piece.data() + piece.size(), extent);
-    if (error != std::errc() || stop != piece.data() + piece.size() || piece.empty() || extent < 0) {
-      throw UsageError("info", "--shape " + text + ": '" + piece +
-                                   "' is not a non-negative integer (write extents as 64x128256)");
-    }
-    shape.push_back(extent);
-    if (end == text.size()) return shape;
-    begin = end + 1;
-  }
-}
-
 std::string kib(std::int64_t bytes) { return std::to_string(bytes >> 10) + " KiB"; }
 
 std::string join(const std::vector<std::string>& items, const std::string& separator) {
@@ -94,7 +74,7 @@ int run_info(std::span<const std::string> args) {
   const DType dtype = dtype_choice("info", arguments.value("dtype").value_or("f32"));
   const Op op = op_choice("info", arguments.value("op").value_or("softmax"));
   const auto shape_text = arguments.value("shape");
-  const std::vector<std::int64_t> shape = shape_text ? parse_shape(*shape_text) : std::vector<std::int64_t>{};
+  const std::vector<std::int64_t> shape = shape_text ? parse_shape("info", *shape_text) : std::vector<std::int64_t>{};
 
   // Plan first, so that a rejected request prints nothing but the error.
   PlanInfo p;
