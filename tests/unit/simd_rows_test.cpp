@@ -139,6 +139,49 @@ TEST_P(SimdRows, NonFiniteRowsAfterFiniteRowsKeepTheirSemantics) {
   }
 }
 
+// Short f32 rows run sixteen at a time, a row to a lane, where the target allows
+// (rows_across_lanes-inl.h): a row's bits must not depend on the rows beside it, on
+// its lane or on where a call starts (a thread's share), and the rows that form
+// leaves to the general path (a NaN, +inf, all -inf, a max beyond the table's range)
+// keep their semantics wherever they lie in a block. Every dtype: the property holds
+// for all of them.
+TEST_P(SimdRows, ShortRowsGiveTheSameBitsWhereverTheyLie) {
+  const DType dtype = GetParam();
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::size_t element = size_of(dtype);
+  for (std::int64_t n : {1, 5, 16, 17, 40, 64, 100}) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    constexpr std::int64_t kRows = 37;
+    TestTensor x(dtype, {kRows, n});
+    fill_normal(x, rng(), Distribution{-2.0, 3.0});
+    x.set_at(3 * n + n / 2, nan);
+    x.set_at(16 * n, inf);  // the first row of the second block
+    for (std::int64_t i = 0; i < n; ++i) x.set_at(20 * n + i, -inf);
+    x.set_at(31 * n + n - 1, 700.0);
+    for (std::int64_t i = 0; i < n; ++i) x.set_at(33 * n + i, -650.0 + 0.5 * static_cast<double>(i % 3));
+    const Expected expected = reference_nd(Op::softmax, x, Options{});
+    for (std::int64_t target : simd_targets()) {
+      SCOPED_TRACE(hwy::TargetName(target));
+      with_target(target, [&] {
+        TestTensor all(dtype, {kRows, n});
+        softmax(x.view(), all.mutable_view(), Options{});
+        ASSERT_TRUE(matches_reference(Op::softmax, all, expected));
+        const auto* in = static_cast<const unsigned char*>(x.data());
+        const auto* out = static_cast<const unsigned char*>(all.data());
+        for (std::int64_t first : {1, 7, 15, 36}) {
+          const std::int64_t rows = kRows - first;
+          const std::size_t offset = static_cast<std::size_t>(first * n) * element;
+          TestTensor part(dtype, {rows, n});
+          softmax(TensorView(in + offset, dtype, {rows, n}), part.mutable_view(), Options{});
+          EXPECT_EQ(std::memcmp(part.data(), out + offset, static_cast<std::size_t>(rows * n) * element), 0)
+              << "rows from " << first;
+        }
+      });
+    }
+  }
+}
+
 TEST_P(SimdRows, MisalignedPointersWork) {
   for (std::int64_t n : {3, 17, 129, 4097}) {
     TestTensor x(GetParam(), {3, n}, Layout::misaligned);

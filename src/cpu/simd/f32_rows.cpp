@@ -19,6 +19,7 @@
 #include "cpu/simd/convert-inl.h"
 #include "cpu/simd/exp-inl.h"
 #include "cpu/simd/exp_minus_max-inl.h"
+#include "cpu/simd/rows_across_lanes-inl.h"
 #include "cpu/simd/sum-inl.h"
 #include "cpu/simd/walk-inl.h"
 
@@ -743,6 +744,11 @@ std::size_t SoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, 
                         const InverseTemperature& inv, float* buffer, Stores stores) {
   const std::size_t N = hn::Lanes(DF());
   if (n == 0) return 0;
+  if constexpr (std::is_same_v<T, float> && kHasRowsAcrossLanes) {
+    if (inv.unit && n <= 16) {
+      return RowsAcrossLanes(x, xs, y, ys, rows, n, stores == Stores::streaming && RowsAligned(y, ys));
+    }
+  }
   if (n <= 2 * N) return RowsInRegistersT<T, 2>(x, xs, y, ys, rows, n, inv, stores);
   if (n <= 4 * N) return RowsInRegistersT<T, 4>(x, xs, y, ys, rows, n, inv, stores);
   if (n <= 8 * N) return RowsInRegistersT<T, 8>(x, xs, y, ys, rows, n, inv, stores);
