@@ -140,6 +140,22 @@ void register_columns(std::int64_t target, std::size_t length, std::size_t width
   }
 }
 
+// A batch of short softmax rows (f32_softmax_rows: rows across lanes where the target
+// has them, else each row in registers), in cache.
+template <class T>
+void register_short_rows(std::int64_t target, std::size_t rows, std::size_t n) {
+  const std::string name = std::string("f32_softmax_rows/") + storage_name<T>() + "/" + hwy::TargetName(target) + "/" +
+                           std::to_string(rows) + "x" + std::to_string(n);
+  benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
+    const auto x = random_row<T>(rows * n);
+    std::vector<T> y(rows * n);
+    std::vector<float> buffer(2 * kFusedMaxLength);
+    const auto stride = static_cast<std::ptrdiff_t>(n);
+    run_on(state, target, static_cast<std::int64_t>(2 * rows * n * sizeof(T)),
+           [&] { simd::f32_softmax_rows(x.data(), stride, y.data(), stride, rows, n, 1.0, buffer.data()); });
+  });
+}
+
 // The training ops' row kernels over one row of n (training/simd/gradient_rows.hpp):
 // each backward pass, and cross-entropy's passes (its first pass and the gradient
 // from the stored exps over one block, at most kExpBlock long; the gradient that
@@ -233,6 +249,9 @@ void register_all() {
   for (std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
     register_columns<float>(target, 2048, 64);
     register_columns<bfloat16>(target, 2048, 64);
+    for (std::size_t n : {std::size_t{8}, std::size_t{16}, std::size_t{32}, std::size_t{64}}) {
+      register_short_rows<float>(target, 1024, n);
+    }
   }
   for (std::size_t n : {std::size_t{2048}, std::size_t{32000}}) {
     for (std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
