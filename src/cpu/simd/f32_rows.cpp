@@ -746,10 +746,10 @@ std::size_t SoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, 
   if (n == 0) return 0;
   if constexpr (std::is_same_v<T, float> && kHasRowsAcrossLanes) {
     const bool stream = stores == Stores::streaming && RowsAligned(y, ys);
-    if (inv.unit && n <= 16) return RowsAcrossLanes(x, xs, y, ys, rows, n, stream);
-    if (inv.unit && n <= 32) return RowsAcrossLanesBuffered<2>(x, xs, y, ys, rows, n, stream);
-    if (inv.unit && n <= 48) return RowsAcrossLanesBuffered<3>(x, xs, y, ys, rows, n, stream);
-    if (inv.unit && n <= 64) return RowsAcrossLanesBuffered<4>(x, xs, y, ys, rows, n, stream);
+    if (inv.unit && n <= kRowsLanes) return RowsAcrossLanes(x, xs, y, ys, rows, n, stream);
+    if (inv.unit && n <= 2 * kRowsLanes) return RowsAcrossLanesBuffered<2>(x, xs, y, ys, rows, n, stream);
+    if (inv.unit && n <= 3 * kRowsLanes) return RowsAcrossLanesBuffered<3>(x, xs, y, ys, rows, n, stream);
+    if (inv.unit && n <= 4 * kRowsLanes) return RowsAcrossLanesBuffered<4>(x, xs, y, ys, rows, n, stream);
   }
   if (n <= 2 * N) return RowsInRegistersT<T, 2>(x, xs, y, ys, rows, n, inv, stores);
   if (n <= 4 * N) return RowsInRegistersT<T, 4>(x, xs, y, ys, rows, n, inv, stores);

@@ -1,22 +1,22 @@
-// Softmax of short f32 rows (at most 64 elements: MoE routers' 8 to 64 experts,
-// small windows) sixteen at a time, each row in one lane: a block of 16 rows is
-// transposed in registers (AVX-512), 16 elements of each at a time, so that its max,
-// its table exp's split (TableLanes::PerLane), its sum and 1 / d are lane arithmetic
-// over column vectors, then transposed back. Where such a row runs alone
+// Softmax of short f32 rows (at most four vectors: MoE routers' 8 to 64 experts,
+// small windows) a vector's lanes of rows at a time, each row in one lane: a block of
+// 16 rows (AVX-512; 8 with AVX2) is transposed in registers, a vector of each row at
+// a time, so that its max, its exp's split (per lane), its sum and 1 / d are lane
+// arithmetic over column vectors, then transposed back. Where such a row runs alone
 // (SoftmaxInRegistersT), its max and sum are reductions across lanes and its split is
 // scalar double code: a chain the core overlaps only a few rows deep, about 21 ns a
 // row of 4 to 32 elements (AMD Zen 4 VM, in cache, one thread: 0.9 of oneDNN's speed
-// at 16). Here nothing crosses lanes but the transposes, 64 shuffles per 16 x 16
-// elements each way: 2.7 times as fast at 16 elements, 1.5 at 32, 1.1 at 64 (beyond,
-// the row form keeps up).
+// at 16). Here nothing crosses lanes but the transposes (64 shuffles per 16 x 16
+// elements, 24 per 8 x 8, each way): with AVX-512 2.7 times as fast at 16 elements,
+// 1.5 at 32, 1.1 at 64 (beyond, the row form keeps up).
 //
 // Each lane does the same arithmetic whatever block, thread or position it lands in
 // (the transposes only move data), so results do not depend on the thread count.
 // Rows this form cannot take (a NaN, or a max that is infinite or beyond the table's
-// range, |m| > 600) are left to the caller by returning at the first of them: the
+// range, kLaneExpLimit) are left to the caller by returning at the first of them: the
 // choice depends on the row alone.
 //
-// Accuracy as the row kernels': the table exp (1.08 ulp), each group of four terms
+// Accuracy as the row kernels': their exps (LaneExp), each group of four terms
 // summed in float (two roundings) and the groups in double lanes, 1 / d in double,
 // rounded once to float.
 //
@@ -40,12 +40,18 @@ HWY_BEFORE_NAMESPACE();
 namespace smax::cpu::simd::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+#if HWY_ARCH_X86 && (HWY_TARGET <= HWY_AVX3 || HWY_TARGET == HWY_AVX2)
 inline constexpr bool kHasRowsAcrossLanes = true;
 
-// The 16 x 16 floats of v transposed in place: lane j of v[i] becomes lane i of v[j].
-// Four rounds of two-operand shuffles (32-bit, 64-bit, then 128-bit blocks twice).
-HWY_INLINE void Transpose16(hn::Vec512<float> (&v)[16]) {
+using RowsD = hn::ScalableTag<float>;  // 16 lanes on AVX-512, 8 on AVX2
+using RowsV = hn::Vec<RowsD>;
+inline constexpr std::size_t kRowsLanes = hn::MaxLanes(RowsD());
+
+// The kRowsLanes x kRowsLanes floats of v transposed in place: lane j of v[i] becomes
+// lane i of v[j]. Rounds of two-operand shuffles: 32-bit, 64-bit, then 128-bit blocks
+// (twice with AVX-512's four blocks).
+HWY_INLINE void Transpose(RowsV (&v)[kRowsLanes]) {
+#if HWY_TARGET <= HWY_AVX3
   __m512 t[16], u[16];
   for (int i = 0; i < 16; i += 2) {
     t[i] = _mm512_unpacklo_ps(v[i].raw, v[i + 1].raw);
@@ -66,30 +72,73 @@ HWY_INLINE void Transpose16(hn::Vec512<float> (&v)[16]) {
     const __m512 odd_low = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xDD);
     const __m512 even_high = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88);
     const __m512 odd_high = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xDD);
-    v[c].raw = _mm512_shuffle_f32x4(even_low, even_high, 0x88);       // element c (block 0)
-    v[8 + c].raw = _mm512_shuffle_f32x4(even_low, even_high, 0xDD);   // element 8 + c (block 2)
-    v[4 + c].raw = _mm512_shuffle_f32x4(odd_low, odd_high, 0x88);     // element 4 + c (block 1)
-    v[12 + c].raw = _mm512_shuffle_f32x4(odd_low, odd_high, 0xDD);    // element 12 + c (block 3)
+    v[c].raw = _mm512_shuffle_f32x4(even_low, even_high, 0x88);      // element c (block 0)
+    v[8 + c].raw = _mm512_shuffle_f32x4(even_low, even_high, 0xDD);  // element 8 + c (block 2)
+    v[4 + c].raw = _mm512_shuffle_f32x4(odd_low, odd_high, 0x88);    // element 4 + c (block 1)
+    v[12 + c].raw = _mm512_shuffle_f32x4(odd_low, odd_high, 0xDD);   // element 12 + c (block 3)
   }
+#else
+  __m256 t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(v[i].raw, v[i + 1].raw);
+    t[i + 1] = _mm256_unpackhi_ps(v[i].raw, v[i + 1].raw);
+  }
+  // u[4g + c] holds, in each 128-bit block b, element 4b + c of rows 4g .. 4g + 3.
+  for (int g = 0; g < 2; ++g) {
+    u[4 * g] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+    u[4 * g + 1] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
+    u[4 * g + 2] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+    u[4 * g + 3] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
+  }
+  for (int c = 0; c < 4; ++c) {
+    v[c].raw = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);      // element c (block 0)
+    v[4 + c].raw = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);  // element 4 + c (block 1)
+  }
+#endif
 }
 
-// Rows [0, rows) of 1 <= n <= 16 elements, x and y rows xs and ys elements apart;
-// returns the rows done (all, or up to the first this form leaves). With `stream`,
-// rows of 16 at aligned addresses go out with streaming stores. All 16 columns are
+// The exp of each lane's own max m (finite, within kLaneExpLimit in size): AVX-512's
+// table form (TableLanes::PerLane, 1.08 ulp), elsewhere the polynomial (MaxSplitLanes,
+// 1.25 ulp).
+#if HWY_TARGET <= HWY_AVX3
+inline constexpr float kLaneExpLimit = 600.0f;
+struct LaneExp {
+  TableLanes<RowsD> split;
+  LaneExp(RowsD d, RowsV m) : split(TableLanes<RowsD>::PerLane(d, m)) {}
+  HWY_INLINE RowsV operator()(RowsD d, RowsV x) const {
+    RowsV unused;
+    return ExpMinusMaxTable<ExpRange::flush>(d, split, x, unused);
+  }
+};
+#else
+inline constexpr float kLaneExpLimit = 16384.0f;
+struct LaneExp {
+  MaxSplitLanes<RowsD> split;
+  LaneExp(RowsD d, RowsV m) : split(MaxSplitLanes<RowsD>::Of(d, m)) {}
+  HWY_INLINE RowsV operator()(RowsD d, RowsV x) const {
+    RowsV unused;
+    return ExpMinusMax<ExpRange::flush>(d, split, x, unused);
+  }
+};
+#endif
+
+// Rows [0, rows) of 1 <= n <= kRowsLanes elements, x and y rows xs and ys elements
+// apart; returns the rows done (all, or up to the first this form leaves). With
+// `stream`, whole rows at aligned addresses go out with streaming stores. All columns are
 // computed (those past n are -inf, whose exps are 0), so that the loops have fixed
 // counts and the columns stay in registers. (Rows of two vectors, whose 32 columns
 // spilled, ran 1.1 times as fast as SoftmaxInRegistersT; 64, 0.8 times.)
 HWY_INLINE std::size_t RowsAcrossLanes(const float* x, std::ptrdiff_t xs, float* y, std::ptrdiff_t ys,
                                        std::size_t rows, std::size_t n, bool stream) {
-  using D = hn::Full512<float>;
-  using V = hn::Vec<D>;
+  using D = RowsD;
+  using V = RowsV;
   const D d;
   const hn::Repartition<double, D> dd;
   const hn::Half<D> dh;
-  constexpr std::size_t kLanes = 16;
+  constexpr std::size_t kLanes = kRowsLanes;
   const auto in_row = hn::FirstN(d, n);
   const V neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
-  const V table_limit = hn::Set(d, 600.0f);
+  const V limit = hn::Set(d, kLaneExpLimit);
   for (std::size_t first = 0; first < rows; first += kLanes) {
     const std::size_t block = rows - first < kLanes ? rows - first : kLanes;
     // c[j]: element j of every row of the block, one row a lane (rows past the block
@@ -101,7 +150,7 @@ HWY_INLINE std::size_t RowsAcrossLanes(const float* x, std::ptrdiff_t xs, float*
       else if (n == kLanes) c[i] = hn::LoadU(d, p);
       else c[i] = hn::IfThenElse(in_row, hn::MaskedLoad(in_row, d, p), neg_inf);
     }
-    Transpose16(c);
+    Transpose(c);
     // The max and, apart (x86's max drops a NaN by operand order), a sum that is NaN
     // where the row holds a NaN (or both infinities, whose max is not finite anyway).
     V max4[4] = {c[0], c[1], c[2], c[3]};
@@ -112,18 +161,17 @@ HWY_INLINE std::size_t RowsAcrossLanes(const float* x, std::ptrdiff_t xs, float*
     }
     const V m = hn::Max(hn::Max(max4[0], max4[1]), hn::Max(max4[2], max4[3]));
     const V any = hn::Add(hn::Add(sum4[0], sum4[1]), hn::Add(sum4[2], sum4[3]));
-    // The rows this form takes: a finite max within the table's range, no NaN.
-    const auto takes = hn::AndNot(hn::IsNaN(any), hn::Le(hn::Abs(m), table_limit));
+    // The rows this form takes: a finite max within LaneExp's range, no NaN.
+    const auto takes = hn::AndNot(hn::IsNaN(any), hn::Le(hn::Abs(m), limit));
     std::size_t done = block;
     if (HWY_UNLIKELY(!hn::AllTrue(d, takes))) done = hn::FindKnownFirstTrue(d, hn::Not(takes));
-    const TableLanes<D> split = TableLanes<D>::PerLane(d, hn::IfThenElseZero(takes, m));
+    const LaneExp exp_of(d, hn::IfThenElseZero(takes, m));
     // d in double lanes: each group of four terms summed in float (two roundings, as
     // the row kernels' sums allow), then widened.
     hn::Vec<decltype(dd)> d_low = hn::Zero(dd), d_high = hn::Zero(dd);
     for (std::size_t j = 0; j < kLanes; j += 4) {
       for (std::size_t k = j; k < j + 4; ++k) {
-        V unused;
-        c[k] = ExpMinusMaxTable<ExpRange::flush>(d, split, c[k], unused);
+        c[k] = exp_of(d, c[k]);
       }
       const V group = hn::Add(hn::Add(c[j], c[j + 1]), hn::Add(c[j + 2], c[j + 3]));
       d_low = hn::Add(d_low, hn::PromoteTo(dd, hn::LowerHalf(dh, group)));
@@ -132,7 +180,7 @@ HWY_INLINE std::size_t RowsAcrossLanes(const float* x, std::ptrdiff_t xs, float*
     const auto one = hn::Set(dd, 1.0);
     const V scale = hn::Combine(d, hn::DemoteTo(dh, hn::Div(one, d_high)), hn::DemoteTo(dh, hn::Div(one, d_low)));
     for (std::size_t j = 0; j < kLanes; ++j) c[j] = hn::Mul(c[j], scale);
-    Transpose16(c);
+    Transpose(c);
     for (std::size_t i = 0; i < done; ++i) {
       float* out = y + static_cast<std::ptrdiff_t>(first + i) * ys;
       if (n < kLanes) hn::BlendedStore(c[i], in_row, d, out);
@@ -147,25 +195,26 @@ HWY_INLINE std::size_t RowsAcrossLanes(const float* x, std::ptrdiff_t xs, float*
   if (stream) hwy::FlushStream();
   return rows;
 }
-// The same for rows of 16 < n <= 16 * kChunks elements (kChunks of 2 to 4), their
+// The same for rows of kRowsLanes < n <= kRowsLanes * kChunks elements (kChunks of 2
+// to 4), their
 // columns waiting in an aligned buffer between the passes: left to the compiler, 32
 // columns spilled (rows of 32 ran 1.1 times as fast as SoftmaxInRegistersT, against
 // 1.45 so; in registers, one vector's ran 15% faster than through the buffer).
 template <std::size_t kChunks>
 HWY_INLINE std::size_t RowsAcrossLanesBuffered(const float* x, std::ptrdiff_t xs, float* y, std::ptrdiff_t ys,
                                        std::size_t rows, std::size_t n, bool stream) {
-  using D = hn::Full512<float>;
-  using V = hn::Vec<D>;
+  using D = RowsD;
+  using V = RowsV;
   const D d;
   const hn::Repartition<double, D> dd;
   const hn::Half<D> dh;
-  constexpr std::size_t kLanes = 16;
+  constexpr std::size_t kLanes = kRowsLanes;
   constexpr std::size_t kColumns = kChunks * kLanes;
-  const std::size_t tail = n - (n - 1) / kLanes * kLanes;  // elements in the last chunk, 1 .. 16
+  const std::size_t tail = n - (n - 1) / kLanes * kLanes;  // elements in the last chunk, 1 .. kLanes
   const std::size_t last = (n - 1) / kLanes;  // the last chunk holding elements
   const auto in_tail = hn::FirstN(d, tail);
   const V neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
-  const V table_limit = hn::Set(d, 600.0f);
+  const V limit = hn::Set(d, kLaneExpLimit);
   static_assert(kChunks >= 2 && kChunks <= 4);
   HWY_ALIGN float buffer[kColumns * kLanes];
   const auto column = [&](std::size_t j) { return buffer + j * kLanes; };
@@ -185,7 +234,7 @@ HWY_INLINE std::size_t RowsAcrossLanesBuffered(const float* x, std::ptrdiff_t xs
         else if (k < last || tail == kLanes) c[i] = hn::LoadU(d, p);
         else c[i] = hn::IfThenElse(in_tail, hn::MaskedLoad(in_tail, d, p), neg_inf);
       }
-      Transpose16(c);
+      Transpose(c);
       for (std::size_t j = 0; j < kLanes; ++j) {
         max4[j % 4] = hn::Max(max4[j % 4], c[j]);
         sum4[j % 4] = hn::Add(sum4[j % 4], c[j]);
@@ -194,19 +243,18 @@ HWY_INLINE std::size_t RowsAcrossLanesBuffered(const float* x, std::ptrdiff_t xs
     }
     const V m = hn::Max(hn::Max(max4[0], max4[1]), hn::Max(max4[2], max4[3]));
     const V any = hn::Add(hn::Add(sum4[0], sum4[1]), hn::Add(sum4[2], sum4[3]));
-    // The rows this form takes: a finite max within the table's range, no NaN.
-    const auto takes = hn::AndNot(hn::IsNaN(any), hn::Le(hn::Abs(m), table_limit));
+    // The rows this form takes: a finite max within LaneExp's range, no NaN.
+    const auto takes = hn::AndNot(hn::IsNaN(any), hn::Le(hn::Abs(m), limit));
     std::size_t done = block;
     if (HWY_UNLIKELY(!hn::AllTrue(d, takes))) done = hn::FindKnownFirstTrue(d, hn::Not(takes));
-    const TableLanes<D> split = TableLanes<D>::PerLane(d, hn::IfThenElseZero(takes, m));
+    const LaneExp exp_of(d, hn::IfThenElseZero(takes, m));
     // d in double lanes: each group of four terms summed in float (two roundings, as
     // the row kernels' sums allow), then widened.
     hn::Vec<decltype(dd)> d_low = hn::Zero(dd), d_high = hn::Zero(dd);
     for (std::size_t j = 0; j < kColumns; j += 4) {
       V e[4];
       for (std::size_t k = 0; k < 4; ++k) {
-        V unused;
-        e[k] = ExpMinusMaxTable<ExpRange::flush>(d, split, hn::Load(d, column(j + k)), unused);
+        e[k] = exp_of(d, hn::Load(d, column(j + k)));
         hn::Store(e[k], d, column(j + k));
       }
       const V group = hn::Add(hn::Add(e[0], e[1]), hn::Add(e[2], e[3]));
@@ -218,7 +266,7 @@ HWY_INLINE std::size_t RowsAcrossLanesBuffered(const float* x, std::ptrdiff_t xs
     for (std::size_t k = 0; k <= last; ++k) {
       V c[kLanes];
       for (std::size_t j = 0; j < kLanes; ++j) c[j] = hn::Mul(hn::Load(d, column(k * kLanes + j)), scale);
-      Transpose16(c);
+      Transpose(c);
       for (std::size_t i = 0; i < done; ++i) {
         float* out = y + static_cast<std::ptrdiff_t>(first + i) * ys + k * kLanes;
         if (k == last && tail < kLanes) hn::BlendedStore(c[i], in_tail, d, out);
@@ -236,6 +284,7 @@ HWY_INLINE std::size_t RowsAcrossLanesBuffered(const float* x, std::ptrdiff_t xs
 }
 #else
 inline constexpr bool kHasRowsAcrossLanes = false;
+inline constexpr std::size_t kRowsLanes = 1;
 
 HWY_INLINE std::size_t RowsAcrossLanes(const float*, std::ptrdiff_t, float*, std::ptrdiff_t, std::size_t, std::size_t,
                                        bool) {
