@@ -746,7 +746,10 @@ std::size_t SoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, 
   if (n == 0) return 0;
   if constexpr (std::is_same_v<T, float> && kHasRowsAcrossLanes) {
     const bool stream = stores == Stores::streaming && RowsAligned(y, ys);
-    if (inv.unit && n <= kRowsLanes) return RowsAcrossLanes(x, xs, y, ys, rows, n, stream);
+    // Rows of at most 8 in blocks of 8 rows on AVX-512 too: blocks of 16 would compute
+    // twice the columns (1024 x 8: 8.1 us against 5.4 in 8 lanes).
+    if (inv.unit && n <= 8) return RowsAcrossLanes<HalfRowsD>(x, xs, y, ys, rows, n, stream);
+    if (inv.unit && n <= kRowsLanes) return RowsAcrossLanes<RowsD>(x, xs, y, ys, rows, n, stream);
     if (inv.unit && n <= 2 * kRowsLanes) return RowsAcrossLanesBuffered<2>(x, xs, y, ys, rows, n, stream);
     if (inv.unit && n <= 3 * kRowsLanes) return RowsAcrossLanesBuffered<3>(x, xs, y, ys, rows, n, stream);
     if (inv.unit && n <= 4 * kRowsLanes) return RowsAcrossLanesBuffered<4>(x, xs, y, ys, rows, n, stream);

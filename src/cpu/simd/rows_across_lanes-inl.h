@@ -13,7 +13,7 @@
 // Each lane does the same arithmetic whatever block, thread or position it lands in
 // (the transposes only move data), so results do not depend on the thread count.
 // Rows this form cannot take (a NaN, or a max that is infinite or beyond the table's
-// range, kLaneExpLimit) are left to the caller by returning at the first of them: the
+// range, LaneExp::Limit) are left to the caller by returning at the first of them: the
 // choice depends on the row alone.
 //
 // Accuracy as the row kernels': their exps (LaneExp), each group of four terms
@@ -44,80 +44,91 @@ namespace hn = hwy::HWY_NAMESPACE;
 inline constexpr bool kHasRowsAcrossLanes = true;
 
 using RowsD = hn::ScalableTag<float>;  // 16 lanes on AVX-512, 8 on AVX2
-using RowsV = hn::Vec<RowsD>;
 inline constexpr std::size_t kRowsLanes = hn::MaxLanes(RowsD());
+using HalfRowsD = hn::Full256<float>;  // 8 lanes: rows of at most 8 on AVX-512 too
 
-// The kRowsLanes x kRowsLanes floats of v transposed in place: lane j of v[i] becomes
-// lane i of v[j]. Rounds of two-operand shuffles: 32-bit, 64-bit, then 128-bit blocks
-// (twice with AVX-512's four blocks).
-HWY_INLINE void Transpose(RowsV (&v)[kRowsLanes]) {
+// The lanes x lanes floats of v (16 or 8 lanes) transposed in place: lane j of v[i]
+// becomes lane i of v[j]. Rounds of two-operand shuffles: 32-bit, 64-bit, then
+// 128-bit blocks (twice with 512-bit vectors' four blocks).
+template <class V, std::size_t kLanes>
+HWY_INLINE void Transpose(V (&v)[kLanes]) {
+  static_assert(kLanes == 16 || kLanes == 8);
 #if HWY_TARGET <= HWY_AVX3
-  __m512 t[16], u[16];
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_ps(v[i].raw, v[i + 1].raw);
-    t[i + 1] = _mm512_unpackhi_ps(v[i].raw, v[i + 1].raw);
-  }
-  // u[4g + c] holds, in each 128-bit block b, element 4b + c of rows 4g .. 4g + 3.
-  for (int g = 0; g < 4; ++g) {
-    const __m512d a = _mm512_castps_pd(t[4 * g]), b = _mm512_castps_pd(t[4 * g + 1]);
-    const __m512d c = _mm512_castps_pd(t[4 * g + 2]), d = _mm512_castps_pd(t[4 * g + 3]);
-    u[4 * g] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
-    u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
-    u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
-    u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
-  }
-  for (int c = 0; c < 4; ++c) {
-    // Blocks 0 and 2, then 1 and 3, of rows 0-3 with rows 4-7 (and 8-11 with 12-15).
-    const __m512 even_low = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88);
-    const __m512 odd_low = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xDD);
-    const __m512 even_high = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88);
-    const __m512 odd_high = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xDD);
-    v[c].raw = _mm512_shuffle_f32x4(even_low, even_high, 0x88);      // element c (block 0)
-    v[8 + c].raw = _mm512_shuffle_f32x4(even_low, even_high, 0xDD);  // element 8 + c (block 2)
-    v[4 + c].raw = _mm512_shuffle_f32x4(odd_low, odd_high, 0x88);    // element 4 + c (block 1)
-    v[12 + c].raw = _mm512_shuffle_f32x4(odd_low, odd_high, 0xDD);   // element 12 + c (block 3)
-  }
-#else
-  __m256 t[8], u[8];
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = _mm256_unpacklo_ps(v[i].raw, v[i + 1].raw);
-    t[i + 1] = _mm256_unpackhi_ps(v[i].raw, v[i + 1].raw);
-  }
-  // u[4g + c] holds, in each 128-bit block b, element 4b + c of rows 4g .. 4g + 3.
-  for (int g = 0; g < 2; ++g) {
-    u[4 * g] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
-    u[4 * g + 1] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
-    u[4 * g + 2] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
-    u[4 * g + 3] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
-  }
-  for (int c = 0; c < 4; ++c) {
-    v[c].raw = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);      // element c (block 0)
-    v[4 + c].raw = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);  // element 4 + c (block 1)
+  if constexpr (kLanes == 16) {
+    __m512 t[16], u[16];
+    for (int i = 0; i < 16; i += 2) {
+      t[i] = _mm512_unpacklo_ps(v[i].raw, v[i + 1].raw);
+      t[i + 1] = _mm512_unpackhi_ps(v[i].raw, v[i + 1].raw);
+    }
+    // u[4g + c] holds, in each 128-bit block b, element 4b + c of rows 4g .. 4g + 3.
+    for (int g = 0; g < 4; ++g) {
+      const __m512d a = _mm512_castps_pd(t[4 * g]), b = _mm512_castps_pd(t[4 * g + 1]);
+      const __m512d c = _mm512_castps_pd(t[4 * g + 2]), d = _mm512_castps_pd(t[4 * g + 3]);
+      u[4 * g] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+      u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+      u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+      u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+    for (int c = 0; c < 4; ++c) {
+      // Blocks 0 and 2, then 1 and 3, of rows 0-3 with rows 4-7 (and 8-11 with 12-15).
+      const __m512 even_low = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88);
+      const __m512 odd_low = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xDD);
+      const __m512 even_high = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88);
+      const __m512 odd_high = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xDD);
+      v[c].raw = _mm512_shuffle_f32x4(even_low, even_high, 0x88);      // element c (block 0)
+      v[8 + c].raw = _mm512_shuffle_f32x4(even_low, even_high, 0xDD);  // element 8 + c (block 2)
+      v[4 + c].raw = _mm512_shuffle_f32x4(odd_low, odd_high, 0x88);    // element 4 + c (block 1)
+      v[12 + c].raw = _mm512_shuffle_f32x4(odd_low, odd_high, 0xDD);   // element 12 + c (block 3)
+    }
+    return;
   }
 #endif
+  if constexpr (kLanes == 8) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+      t[i] = _mm256_unpacklo_ps(v[i].raw, v[i + 1].raw);
+      t[i + 1] = _mm256_unpackhi_ps(v[i].raw, v[i + 1].raw);
+    }
+    // u[4g + c] holds, in each 128-bit block b, element 4b + c of rows 4g .. 4g + 3.
+    for (int g = 0; g < 2; ++g) {
+      u[4 * g] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+      u[4 * g + 1] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
+      u[4 * g + 2] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+      u[4 * g + 3] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
+    }
+    for (int c = 0; c < 4; ++c) {
+      v[c].raw = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);      // element c (block 0)
+      v[4 + c].raw = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);  // element 4 + c (block 1)
+    }
+  }
 }
 
-// The exp of each lane's own max m (finite, within kLaneExpLimit in size): AVX-512's
-// table form (TableLanes::PerLane, 1.08 ulp), elsewhere the polynomial (MaxSplitLanes,
+// The exp of each lane's own max m (finite, within Limit() in size): 512-bit vectors'
+// table form (TableLanes::PerLane, 1.08 ulp), else the polynomial (MaxSplitLanes,
 // 1.25 ulp).
-#if HWY_TARGET <= HWY_AVX3
-inline constexpr float kLaneExpLimit = 600.0f;
-struct LaneExp {
-  TableLanes<RowsD> split;
-  LaneExp(RowsD d, RowsV m) : split(TableLanes<RowsD>::PerLane(d, m)) {}
-  HWY_INLINE RowsV operator()(RowsD d, RowsV x) const {
-    RowsV unused;
-    return ExpMinusMaxTable<ExpRange::flush>(d, split, x, unused);
+template <class D, class V = hn::Vec<D>, bool kTable = kHasScalef<V>>
+struct LaneExp;
+
+template <class D, class V>
+struct LaneExp<D, V, false> {
+  static constexpr float Limit() { return 16384.0f; }
+  MaxSplitLanes<D> split;
+  LaneExp(D d, V m) : split(MaxSplitLanes<D>::Of(d, m)) {}
+  HWY_INLINE V operator()(D d, V x) const {
+    V unused;
+    return ExpMinusMax<ExpRange::flush>(d, split, x, unused);
   }
 };
-#else
-inline constexpr float kLaneExpLimit = 16384.0f;
-struct LaneExp {
-  MaxSplitLanes<RowsD> split;
-  LaneExp(RowsD d, RowsV m) : split(MaxSplitLanes<RowsD>::Of(d, m)) {}
-  HWY_INLINE RowsV operator()(RowsD d, RowsV x) const {
-    RowsV unused;
-    return ExpMinusMax<ExpRange::flush>(d, split, x, unused);
+
+#if HWY_TARGET <= HWY_AVX3
+template <class D, class V>
+struct LaneExp<D, V, true> {
+  static constexpr float Limit() { return 600.0f; }
+  TableLanes<D> split;
+  LaneExp(D d, V m) : split(TableLanes<D>::PerLane(d, m)) {}
+  HWY_INLINE V operator()(D d, V x) const {
+    V unused;
+    return ExpMinusMaxTable<ExpRange::flush>(d, split, x, unused);
   }
 };
 #endif
@@ -128,17 +139,17 @@ struct LaneExp {
 // computed (those past n are -inf, whose exps are 0), so that the loops have fixed
 // counts and the columns stay in registers. (Rows of two vectors, whose 32 columns
 // spilled, ran 1.1 times as fast as SoftmaxInRegistersT; 64, 0.8 times.)
+template <class D>
 HWY_INLINE std::size_t RowsAcrossLanes(const float* x, std::ptrdiff_t xs, float* y, std::ptrdiff_t ys,
                                        std::size_t rows, std::size_t n, bool stream) {
-  using D = RowsD;
-  using V = RowsV;
+  using V = hn::Vec<D>;
   const D d;
   const hn::Repartition<double, D> dd;
   const hn::Half<D> dh;
-  constexpr std::size_t kLanes = kRowsLanes;
+  constexpr std::size_t kLanes = hn::MaxLanes(D());
   const auto in_row = hn::FirstN(d, n);
   const V neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
-  const V limit = hn::Set(d, kLaneExpLimit);
+  const V limit = hn::Set(d, LaneExp<D>::Limit());
   for (std::size_t first = 0; first < rows; first += kLanes) {
     const std::size_t block = rows - first < kLanes ? rows - first : kLanes;
     // c[j]: element j of every row of the block, one row a lane (rows past the block
@@ -165,7 +176,7 @@ HWY_INLINE std::size_t RowsAcrossLanes(const float* x, std::ptrdiff_t xs, float*
     const auto takes = hn::AndNot(hn::IsNaN(any), hn::Le(hn::Abs(m), limit));
     std::size_t done = block;
     if (HWY_UNLIKELY(!hn::AllTrue(d, takes))) done = hn::FindKnownFirstTrue(d, hn::Not(takes));
-    const LaneExp exp_of(d, hn::IfThenElseZero(takes, m));
+    const LaneExp<D> exp_of(d, hn::IfThenElseZero(takes, m));
     // d in double lanes: each group of four terms summed in float (two roundings, as
     // the row kernels' sums allow), then widened.
     hn::Vec<decltype(dd)> d_low = hn::Zero(dd), d_high = hn::Zero(dd);
@@ -200,21 +211,20 @@ HWY_INLINE std::size_t RowsAcrossLanes(const float* x, std::ptrdiff_t xs, float*
 // columns waiting in an aligned buffer between the passes: left to the compiler, 32
 // columns spilled (rows of 32 ran 1.1 times as fast as SoftmaxInRegistersT, against
 // 1.45 so; in registers, one vector's ran 15% faster than through the buffer).
-template <std::size_t kChunks>
+template <std::size_t kChunks, class D = RowsD>
 HWY_INLINE std::size_t RowsAcrossLanesBuffered(const float* x, std::ptrdiff_t xs, float* y, std::ptrdiff_t ys,
                                        std::size_t rows, std::size_t n, bool stream) {
-  using D = RowsD;
-  using V = RowsV;
+  using V = hn::Vec<D>;
   const D d;
   const hn::Repartition<double, D> dd;
   const hn::Half<D> dh;
-  constexpr std::size_t kLanes = kRowsLanes;
+  constexpr std::size_t kLanes = hn::MaxLanes(D());
   constexpr std::size_t kColumns = kChunks * kLanes;
   const std::size_t tail = n - (n - 1) / kLanes * kLanes;  // elements in the last chunk, 1 .. kLanes
   const std::size_t last = (n - 1) / kLanes;  // the last chunk holding elements
   const auto in_tail = hn::FirstN(d, tail);
   const V neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
-  const V limit = hn::Set(d, kLaneExpLimit);
+  const V limit = hn::Set(d, LaneExp<D>::Limit());
   static_assert(kChunks >= 2 && kChunks <= 4);
   HWY_ALIGN float buffer[kColumns * kLanes];
   const auto column = [&](std::size_t j) { return buffer + j * kLanes; };
@@ -247,7 +257,7 @@ HWY_INLINE std::size_t RowsAcrossLanesBuffered(const float* x, std::ptrdiff_t xs
     const auto takes = hn::AndNot(hn::IsNaN(any), hn::Le(hn::Abs(m), limit));
     std::size_t done = block;
     if (HWY_UNLIKELY(!hn::AllTrue(d, takes))) done = hn::FindKnownFirstTrue(d, hn::Not(takes));
-    const LaneExp exp_of(d, hn::IfThenElseZero(takes, m));
+    const LaneExp<D> exp_of(d, hn::IfThenElseZero(takes, m));
     // d in double lanes: each group of four terms summed in float (two roundings, as
     // the row kernels' sums allow), then widened.
     hn::Vec<decltype(dd)> d_low = hn::Zero(dd), d_high = hn::Zero(dd);
@@ -285,12 +295,15 @@ HWY_INLINE std::size_t RowsAcrossLanesBuffered(const float* x, std::ptrdiff_t xs
 #else
 inline constexpr bool kHasRowsAcrossLanes = false;
 inline constexpr std::size_t kRowsLanes = 1;
+using RowsD = hn::ScalableTag<float>;
+using HalfRowsD = RowsD;
 
+template <class D>
 HWY_INLINE std::size_t RowsAcrossLanes(const float*, std::ptrdiff_t, float*, std::ptrdiff_t, std::size_t, std::size_t,
                                        bool) {
   return 0;  // never called: kHasRowsAcrossLanes is false
 }
-template <std::size_t kChunks>
+template <std::size_t kChunks, class D = RowsD>
 HWY_INLINE std::size_t RowsAcrossLanesBuffered(const float*, std::ptrdiff_t, float*, std::ptrdiff_t, std::size_t,
                                                std::size_t, bool) {
   return 0;  // never called: kHasRowsAcrossLanes is false
