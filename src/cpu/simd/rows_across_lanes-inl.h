@@ -1,14 +1,14 @@
-// Softmax of short f32 rows (at most four vectors: MoE routers' 8 to 64 experts,
-// small windows) a vector's lanes of rows at a time, each row in one lane: a block of
-// 16 rows (AVX-512; 8 with AVX2) is transposed in registers, a vector of each row at
-// a time, so that its max, its exp's split (per lane), its sum and 1 / d are lane
-// arithmetic over column vectors, then transposed back. Where such a row runs alone
-// (SoftmaxInRegistersT), its max and sum are reductions across lanes and its split is
-// scalar double code: a chain the core overlaps only a few rows deep, about 21 ns a
-// row of 4 to 32 elements (AMD Zen 4 VM, in cache, one thread: 0.9 of oneDNN's speed
-// at 16). Here nothing crosses lanes but the transposes (64 shuffles per 16 x 16
-// elements, 24 per 8 x 8, each way): with AVX-512 2.7 times as fast at 16 elements,
-// 1.5 at 32, 1.1 at 64 (beyond, the row form keeps up).
+// Softmax of short f32 rows (at most two vectors: MoE routers' 8 to 32 experts, small
+// windows) a vector's lanes of rows at a time, each row in one lane: a block of 16 rows
+// (AVX-512; 8 with AVX2, and for rows of at most 8) is transposed in registers, a
+// vector of each row at a time, so that its max, its exp's split (per lane), its sum
+// and 1 / d are lane arithmetic over column vectors, then transposed back. Where such a
+// row runs alone (SoftmaxInRegistersT), its max and sum are reductions across lanes
+// and its split is scalar double code: a chain the core overlaps only a few rows deep,
+// about 21 ns a row of 4 to 32 elements (AMD Zen 4 VM, in cache, one thread: 0.9 of
+// oneDNN's speed at 16). Here nothing crosses lanes but the transposes (64 shuffles
+// per 16 x 16 elements, 24 per 8 x 8, each way): 4.1 times as fast at 8 elements, 2.7
+// at 16, 1.5 at 32 (in cache, one thread; docs/PERFORMANCE.md).
 //
 // Each lane does the same arithmetic whatever block, thread or position it lands in
 // (the transposes only move data), so results do not depend on the thread count.
@@ -206,8 +206,7 @@ HWY_INLINE std::size_t RowsAcrossLanes(const float* x, std::ptrdiff_t xs, float*
   if (stream) hwy::FlushStream();
   return rows;
 }
-// The same for rows of kRowsLanes < n <= kRowsLanes * kChunks elements (kChunks of 2
-// to 4), their
+// The same for rows of kRowsLanes < n <= kRowsLanes * kChunks elements, their
 // columns waiting in an aligned buffer between the passes: left to the compiler, 32
 // columns spilled (rows of 32 ran 1.1 times as fast as SoftmaxInRegistersT, against
 // 1.45 so; in registers, one vector's ran 15% faster than through the buffer).
