@@ -133,23 +133,70 @@ struct LaneExp<D, V, true> {
 };
 #endif
 
+// A block's max per lane and, apart (x86's max drops a NaN by operand order), a sum
+// that is NaN where the row holds a NaN (or both infinities, whose max is not finite
+// anyway), over its columns in four chains.
+template <class D>
+struct BlockStats {
+  using V = hn::Vec<D>;
+  V max4[4], sum4[4];
+  explicit BlockStats(D d) {
+    for (int k = 0; k < 4; ++k) {
+      max4[k] = hn::Set(d, -std::numeric_limits<float>::infinity());
+      sum4[k] = hn::Zero(d);
+    }
+  }
+  HWY_INLINE void Add(std::size_t j, V column) {
+    max4[j % 4] = hn::Max(max4[j % 4], column);
+    sum4[j % 4] = hn::Add(sum4[j % 4], column);
+  }
+  // The exp of the rows this form takes (a finite max within LaneExp's range, no NaN;
+  // any exp in the other lanes), and in `done` how many of the first `block` rows lead
+  // before one it does not take.
+  HWY_INLINE LaneExp<D> Taken(D d, std::size_t block, std::size_t& done) const {
+    const V m = hn::Max(hn::Max(max4[0], max4[1]), hn::Max(max4[2], max4[3]));
+    const V any = hn::Add(hn::Add(sum4[0], sum4[1]), hn::Add(sum4[2], sum4[3]));
+    const auto takes = hn::AndNot(hn::IsNaN(any), hn::Le(hn::Abs(m), hn::Set(d, LaneExp<D>::Limit())));
+    done = HWY_LIKELY(hn::AllTrue(d, takes)) ? block : hn::FindKnownFirstTrue(d, hn::Not(takes));
+    return LaneExp<D>(d, hn::IfThenElseZero(takes, m));
+  }
+};
+
+// d per lane in double lanes: each group of four terms summed in float (two roundings,
+// as the row kernels' sums allow), then widened; Scale() is 1 / d, rounded once to
+// float.
+template <class D>
+struct LaneSum {
+  using V = hn::Vec<D>;
+  using DD = hn::Repartition<double, D>;
+  hn::Vec<DD> low, high;
+  LaneSum() : low(hn::Zero(DD())), high(hn::Zero(DD())) {}
+  HWY_INLINE void Add4(V e0, V e1, V e2, V e3) {
+    const hn::Half<D> dh;
+    const V group = hn::Add(hn::Add(e0, e1), hn::Add(e2, e3));
+    low = hn::Add(low, hn::PromoteTo(DD(), hn::LowerHalf(dh, group)));
+    high = hn::Add(high, hn::PromoteTo(DD(), hn::UpperHalf(dh, group)));
+  }
+  HWY_INLINE V Scale() const {
+    const hn::Half<D> dh;
+    const auto one = hn::Set(DD(), 1.0);
+    return hn::Combine(D(), hn::DemoteTo(dh, hn::Div(one, high)), hn::DemoteTo(dh, hn::Div(one, low)));
+  }
+};
+
 // Rows [0, rows) of 1 <= n <= kRowsLanes elements, x and y rows xs and ys elements
 // apart; returns the rows done (all, or up to the first this form leaves). With
-// `stream`, whole rows at aligned addresses go out with streaming stores. All columns are
-// computed (those past n are -inf, whose exps are 0), so that the loops have fixed
-// counts and the columns stay in registers. (Rows of two vectors, whose 32 columns
-// spilled, ran 1.1 times as fast as SoftmaxInRegistersT; 64, 0.8 times.)
+// `stream`, whole rows at aligned addresses go out with streaming stores. All columns
+// are computed (those past n are -inf, whose exps are 0), so that the loops have fixed
+// counts and the columns stay in registers.
 template <class D>
 HWY_INLINE std::size_t RowsAcrossLanes(const float* x, std::ptrdiff_t xs, float* y, std::ptrdiff_t ys,
                                        std::size_t rows, std::size_t n, bool stream) {
   using V = hn::Vec<D>;
   const D d;
-  const hn::Repartition<double, D> dd;
-  const hn::Half<D> dh;
   constexpr std::size_t kLanes = hn::MaxLanes(D());
   const auto in_row = hn::FirstN(d, n);
   const V neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
-  const V limit = hn::Set(d, LaneExp<D>::Limit());
   for (std::size_t first = 0; first < rows; first += kLanes) {
     const std::size_t block = rows - first < kLanes ? rows - first : kLanes;
     // c[j]: element j of every row of the block, one row a lane (rows past the block
@@ -162,34 +209,16 @@ HWY_INLINE std::size_t RowsAcrossLanes(const float* x, std::ptrdiff_t xs, float*
       else c[i] = hn::IfThenElse(in_row, hn::MaskedLoad(in_row, d, p), neg_inf);
     }
     Transpose(c);
-    // The max and, apart (x86's max drops a NaN by operand order), a sum that is NaN
-    // where the row holds a NaN (or both infinities, whose max is not finite anyway).
-    V max4[4] = {c[0], c[1], c[2], c[3]};
-    V sum4[4] = {c[0], c[1], c[2], c[3]};
-    for (std::size_t j = 4; j < kLanes; ++j) {
-      max4[j % 4] = hn::Max(max4[j % 4], c[j]);
-      sum4[j % 4] = hn::Add(sum4[j % 4], c[j]);
-    }
-    const V m = hn::Max(hn::Max(max4[0], max4[1]), hn::Max(max4[2], max4[3]));
-    const V any = hn::Add(hn::Add(sum4[0], sum4[1]), hn::Add(sum4[2], sum4[3]));
-    // The rows this form takes: a finite max within LaneExp's range, no NaN.
-    const auto takes = hn::AndNot(hn::IsNaN(any), hn::Le(hn::Abs(m), limit));
-    std::size_t done = block;
-    if (HWY_UNLIKELY(!hn::AllTrue(d, takes))) done = hn::FindKnownFirstTrue(d, hn::Not(takes));
-    const LaneExp<D> exp_of(d, hn::IfThenElseZero(takes, m));
-    // d in double lanes: each group of four terms summed in float (two roundings, as
-    // the row kernels' sums allow), then widened.
-    hn::Vec<decltype(dd)> d_low = hn::Zero(dd), d_high = hn::Zero(dd);
+    BlockStats<D> stats(d);
+    for (std::size_t j = 0; j < kLanes; ++j) stats.Add(j, c[j]);
+    std::size_t done = 0;
+    const LaneExp<D> exp_of = stats.Taken(d, block, done);
+    LaneSum<D> sum;
     for (std::size_t j = 0; j < kLanes; j += 4) {
-      for (std::size_t k = j; k < j + 4; ++k) {
-        c[k] = exp_of(d, c[k]);
-      }
-      const V group = hn::Add(hn::Add(c[j], c[j + 1]), hn::Add(c[j + 2], c[j + 3]));
-      d_low = hn::Add(d_low, hn::PromoteTo(dd, hn::LowerHalf(dh, group)));
-      d_high = hn::Add(d_high, hn::PromoteTo(dd, hn::UpperHalf(dh, group)));
+      for (std::size_t k = j; k < j + 4; ++k) c[k] = exp_of(d, c[k]);
+      sum.Add4(c[j], c[j + 1], c[j + 2], c[j + 3]);
     }
-    const auto one = hn::Set(dd, 1.0);
-    const V scale = hn::Combine(d, hn::DemoteTo(dh, hn::Div(one, d_high)), hn::DemoteTo(dh, hn::Div(one, d_low)));
+    const V scale = sum.Scale();
     for (std::size_t j = 0; j < kLanes; ++j) c[j] = hn::Mul(c[j], scale);
     Transpose(c);
     for (std::size_t i = 0; i < done; ++i) {
@@ -206,72 +235,57 @@ HWY_INLINE std::size_t RowsAcrossLanes(const float* x, std::ptrdiff_t xs, float*
   if (stream) hwy::FlushStream();
   return rows;
 }
+
 // The same for rows of kRowsLanes < n <= kRowsLanes * kChunks elements, their
 // columns waiting in an aligned buffer between the passes: left to the compiler, 32
 // columns spilled (rows of 32 ran 1.1 times as fast as SoftmaxInRegistersT, against
 // 1.45 so; in registers, one vector's ran 15% faster than through the buffer).
 template <std::size_t kChunks, class D = RowsD>
 HWY_INLINE std::size_t RowsAcrossLanesBuffered(const float* x, std::ptrdiff_t xs, float* y, std::ptrdiff_t ys,
-                                       std::size_t rows, std::size_t n, bool stream) {
+                                               std::size_t rows, std::size_t n, bool stream) {
+  static_assert(kChunks >= 2 && kChunks <= 4);
   using V = hn::Vec<D>;
   const D d;
-  const hn::Repartition<double, D> dd;
-  const hn::Half<D> dh;
   constexpr std::size_t kLanes = hn::MaxLanes(D());
   constexpr std::size_t kColumns = kChunks * kLanes;
-  const std::size_t tail = n - (n - 1) / kLanes * kLanes;  // elements in the last chunk, 1 .. kLanes
-  const std::size_t last = (n - 1) / kLanes;  // the last chunk holding elements
+  const std::size_t last = (n - 1) / kLanes;    // the last chunk holding elements
+  const std::size_t tail = n - last * kLanes;   // its elements, 1 .. kLanes
   const auto in_tail = hn::FirstN(d, tail);
   const V neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
-  const V limit = hn::Set(d, LaneExp<D>::Limit());
-  static_assert(kChunks >= 2 && kChunks <= 4);
   HWY_ALIGN float buffer[kColumns * kLanes];
   const auto column = [&](std::size_t j) { return buffer + j * kLanes; };
   for (std::size_t first = 0; first < rows; first += kLanes) {
     const std::size_t block = rows - first < kLanes ? rows - first : kLanes;
     // Column j: element j of every row of the block, one row a lane (rows past the
-    // block are zeros, elements past n -inf). The max and, apart (x86's max drops a
-    // NaN by operand order), a sum that is NaN where the row holds a NaN (or both
-    // infinities, whose max is not finite anyway).
-    V max4[4] = {neg_inf, neg_inf, neg_inf, neg_inf};
-    V sum4[4] = {hn::Zero(d), hn::Zero(d), hn::Zero(d), hn::Zero(d)};
+    // block are zeros, elements past n -inf).
+    BlockStats<D> stats(d);
     for (std::size_t k = 0; k < kChunks; ++k) {
       V c[kLanes];
       for (std::size_t i = 0; i < kLanes; ++i) {
         const float* p = x + static_cast<std::ptrdiff_t>(first + i) * xs + k * kLanes;
-        if (HWY_UNLIKELY(i >= block) || k > last) c[i] = i >= block ? hn::Zero(d) : neg_inf;
+        if (HWY_UNLIKELY(i >= block)) c[i] = hn::Zero(d);
+        else if (k > last) c[i] = neg_inf;
         else if (k < last || tail == kLanes) c[i] = hn::LoadU(d, p);
         else c[i] = hn::IfThenElse(in_tail, hn::MaskedLoad(in_tail, d, p), neg_inf);
       }
       Transpose(c);
       for (std::size_t j = 0; j < kLanes; ++j) {
-        max4[j % 4] = hn::Max(max4[j % 4], c[j]);
-        sum4[j % 4] = hn::Add(sum4[j % 4], c[j]);
+        stats.Add(j, c[j]);
         hn::Store(c[j], d, column(k * kLanes + j));
       }
     }
-    const V m = hn::Max(hn::Max(max4[0], max4[1]), hn::Max(max4[2], max4[3]));
-    const V any = hn::Add(hn::Add(sum4[0], sum4[1]), hn::Add(sum4[2], sum4[3]));
-    // The rows this form takes: a finite max within LaneExp's range, no NaN.
-    const auto takes = hn::AndNot(hn::IsNaN(any), hn::Le(hn::Abs(m), limit));
-    std::size_t done = block;
-    if (HWY_UNLIKELY(!hn::AllTrue(d, takes))) done = hn::FindKnownFirstTrue(d, hn::Not(takes));
-    const LaneExp<D> exp_of(d, hn::IfThenElseZero(takes, m));
-    // d in double lanes: each group of four terms summed in float (two roundings, as
-    // the row kernels' sums allow), then widened.
-    hn::Vec<decltype(dd)> d_low = hn::Zero(dd), d_high = hn::Zero(dd);
+    std::size_t done = 0;
+    const LaneExp<D> exp_of = stats.Taken(d, block, done);
+    LaneSum<D> sum;
     for (std::size_t j = 0; j < kColumns; j += 4) {
       V e[4];
       for (std::size_t k = 0; k < 4; ++k) {
         e[k] = exp_of(d, hn::Load(d, column(j + k)));
         hn::Store(e[k], d, column(j + k));
       }
-      const V group = hn::Add(hn::Add(e[0], e[1]), hn::Add(e[2], e[3]));
-      d_low = hn::Add(d_low, hn::PromoteTo(dd, hn::LowerHalf(dh, group)));
-      d_high = hn::Add(d_high, hn::PromoteTo(dd, hn::UpperHalf(dh, group)));
+      sum.Add4(e[0], e[1], e[2], e[3]);
     }
-    const auto one = hn::Set(dd, 1.0);
-    const V scale = hn::Combine(d, hn::DemoteTo(dh, hn::Div(one, d_high)), hn::DemoteTo(dh, hn::Div(one, d_low)));
+    const V scale = sum.Scale();
     for (std::size_t k = 0; k <= last; ++k) {
       V c[kLanes];
       for (std::size_t j = 0; j < kLanes; ++j) c[j] = hn::Mul(hn::Load(d, column(k * kLanes + j)), scale);
