@@ -105,7 +105,9 @@ std::vector<Point> shape_choice(const Arguments& arguments) {
   const auto text = arguments.value("shape");
   if (!text) {
     for (const char* option : {"axis", "dtype"}) {
-      if (arguments.has(option)) throw UsageError("bench", std::string("--") + option + " applies to --shape, which is missing");
+      if (arguments.has(option)) {
+        throw UsageError("bench", std::string("--") + option + " applies to --shape, which is missing");
+      }
     }
     return {};
   }
@@ -114,7 +116,8 @@ std::vector<Point> shape_choice(const Arguments& arguments) {
     std::vector<std::int64_t> shape = parse_shape("bench", item);
     if (shape.empty()) throw UsageError("bench", "--shape " + item + ": a bench point needs at least one axis");
     if (std::find(shape.begin(), shape.end(), 0) != shape.end()) {
-      throw UsageError("bench", "--shape " + item + ": every extent must be at least 1 (an empty tensor has nothing to time)");
+      throw UsageError("bench",
+                       "--shape " + item + ": every extent must be at least 1 (an empty tensor has nothing to time)");
     }
     shapes.push_back(std::move(shape));
   }

@@ -138,7 +138,8 @@ std::vector<Point> shape_points(std::span<const std::vector<std::int64_t>> shape
   std::vector<Point> points;
   for (const std::vector<std::int64_t>& shape : shapes) {
     const int rank = static_cast<int>(shape.size());
-    for (const DType dtype : dtypes) points.push_back(Point{std::string(kShapeWorkload), shape, axis < 0 ? axis + rank : axis, dtype});
+    const int normalized = axis < 0 ? axis + rank : axis;
+    for (const DType dtype : dtypes) points.push_back(Point{std::string(kShapeWorkload), shape, normalized, dtype});
   }
   return points;
 }
