@@ -139,12 +139,12 @@ TEST_P(SimdRows, NonFiniteRowsAfterFiniteRowsKeepTheirSemantics) {
   }
 }
 
-// Short f32 rows run sixteen at a time, a row to a lane, where the target allows
-// (rows_across_lanes-inl.h): a row's bits must not depend on the rows beside it, on
-// its lane or on where a call starts (a thread's share), and the rows that form
-// leaves to the general path (a NaN, +inf, all -inf, a max beyond the table's range)
-// keep their semantics wherever they lie in a block. Every dtype: the property holds
-// for all of them.
+// Short f32 rows run a block of 16 (or 8) rows at a time, a row to a lane, where the
+// target allows (rows_across_lanes-inl.h): a row's bits must not depend on the rows
+// beside it, on its lane or on where a call starts (a thread's share), and the rows
+// that form leaves to the general path (a NaN, +inf, all -inf, a max beyond the exp's
+// range) keep their semantics wherever they lie in a block. Every dtype: the property
+// holds for all of them.
 TEST_P(SimdRows, ShortRowsGiveTheSameBitsWhereverTheyLie) {
   const DType dtype = GetParam();
   const double inf = std::numeric_limits<double>::infinity();
