@@ -47,7 +47,7 @@ TEST_P(ThreadCounts, OneTwoAndThreeThreadsGiveIdenticalBits) {
   }
 }
 
-// Short f32 rows go a block of 16 (or 8) rows at a time, a row to a lane, where the
+// Short rows go a block of 16 (or 8) rows at a time, a row to a lane, where the
 // target allows (rows_across_lanes-inl.h); a thread's share starts a block wherever
 // the share starts, which must change no bit. Row counts that are not multiples of 16,
 // with a NaN row and a +inf row (which that form leaves to the general path).

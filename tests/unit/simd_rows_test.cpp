@@ -139,7 +139,7 @@ TEST_P(SimdRows, NonFiniteRowsAfterFiniteRowsKeepTheirSemantics) {
   }
 }
 
-// Short f32 rows run a block of 16 (or 8) rows at a time, a row to a lane, where the
+// Short rows run a block of 16 (or 8) rows at a time, a row to a lane, where the
 // target allows (rows_across_lanes-inl.h): a row's bits must not depend on the rows
 // beside it, on its lane or on where a call starts (a thread's share), and the rows
 // that form leaves to the general path (a NaN, +inf, all -inf, a max beyond the exp's

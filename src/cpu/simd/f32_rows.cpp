@@ -744,7 +744,7 @@ std::size_t SoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, 
                         const InverseTemperature& inv, float* buffer, Stores stores) {
   const std::size_t N = hn::Lanes(DF());
   if (n == 0) return 0;
-  if constexpr (std::is_same_v<T, float> && kHasRowsAcrossLanes) {
+  if constexpr (kHasRowsAcrossLanes) {
     const bool stream = stores == Stores::streaming && RowsAligned(y, ys);
     // Rows of at most 8 in blocks of 8 rows on AVX-512 too: blocks of 16 would compute
     // twice the columns (1024 x 8: 8.1 us against 5.4 in 8 lanes).

@@ -99,7 +99,7 @@ GuessedExpSum f32_rsum_exp_from_guess(const bfloat16* x, std::size_t n, double i
 // fused passes (the max; the exps stored, to y for float rows or to `buffer`, of
 // kFusedMaxLength floats, for 16-bit ones and for float rows with Stores::streaming,
 // whose scaling pass then runs inside the next row's exp pass; then scaled).
-// f32 rows of at most two vectors at unit temperature go a vector's lanes of rows at a
+// Rows of at most two vectors at unit temperature go a vector's lanes of rows at a
 // time, a row to a lane, on AVX-512 and AVX2 (rows_across_lanes-inl.h), which also
 // leaves a max beyond its exp's range (600 in size on AVX-512, 16384 on AVX2).
 // Returns the number of leading rows done: fewer than `rows` where a row's max is not

@@ -1,5 +1,6 @@
-// Softmax of short f32 rows (at most two vectors: MoE routers' 8 to 32 experts, small
-// windows) a vector's lanes of rows at a time, each row in one lane: a block of 16 rows
+// Softmax of short rows (f32, f16 or bf16 storage, float lanes; at most two vectors:
+// MoE routers' 8 to 32 experts, small windows) a vector's lanes of rows at a time, each
+// row in one lane: a block of 16 rows
 // (AVX-512; 8 with AVX2, and for rows of at most 8) is transposed in registers, a
 // vector of each row at a time, so that its max, its exp's split (per lane), its sum
 // and 1 / d are lane arithmetic over column vectors, then transposed back. Where such a
@@ -34,6 +35,7 @@
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
+#include "cpu/simd/convert-inl.h"
 #include "cpu/simd/exp_minus_max-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -106,37 +108,43 @@ HWY_INLINE void Transpose(V (&v)[kLanes]) {
 // The exp of each lane's own max m (finite, within Limit() in size): 512-bit vectors'
 // table form (TableLanes::PerLane, 1.08 ulp), else the polynomial (MaxSplitLanes,
 // 1.25 ulp).
-template <class D, class V = hn::Vec<D>, bool kTable = kHasScalef<V>>
+template <class D, ExpRange kRange, class V = hn::Vec<D>, bool kTable = kHasScalef<V>>
 struct LaneExp;
 
-template <class D, class V>
-struct LaneExp<D, V, false> {
+template <class D, ExpRange kRange, class V>
+struct LaneExp<D, kRange, V, false> {
   static constexpr float Limit() { return 16384.0f; }
   MaxSplitLanes<D> split;
   LaneExp(D d, V m) : split(MaxSplitLanes<D>::Of(d, m)) {}
   HWY_INLINE V operator()(D d, V x) const {
     V unused;
-    return ExpMinusMax<ExpRange::flush>(d, split, x, unused);
+    return ExpMinusMax<kRange>(d, split, x, unused);
   }
 };
 
 #if HWY_TARGET <= HWY_AVX3
-template <class D, class V>
-struct LaneExp<D, V, true> {
+template <class D, ExpRange kRange, class V>
+struct LaneExp<D, kRange, V, true> {
   static constexpr float Limit() { return 600.0f; }
   TableLanes<D> split;
   LaneExp(D d, V m) : split(TableLanes<D>::PerLane(d, m)) {}
   HWY_INLINE V operator()(D d, V x) const {
     V unused;
-    return ExpMinusMaxTable<ExpRange::flush>(d, split, x, unused);
+    return ExpMinusMaxTable<kRange>(d, split, x, unused);
   }
 };
 #endif
 
+// The exps' range: bf16 outputs take theirs 2^64 too large (never subnormal), which
+// 1 / d takes back in the one product that rounds their subnormal results, as the row
+// kernels' softmax does; the others flush below FLT_MIN.
+template <class T>
+inline constexpr ExpRange kSoftmaxRange = std::is_same_v<T, bfloat16> ? ExpRange::times_2_64 : ExpRange::flush;
+
 // A block's max per lane and, apart (x86's max drops a NaN by operand order), a sum
 // that is NaN where the row holds a NaN (or both infinities, whose max is not finite
 // anyway), over its columns in four chains.
-template <class D>
+template <class D, ExpRange kRange>
 struct BlockStats {
   using V = hn::Vec<D>;
   V max4[4], sum4[4];
@@ -153,12 +161,12 @@ struct BlockStats {
   // The exp of the rows this form takes (a finite max within LaneExp's range, no NaN;
   // any exp in the other lanes), and in `done` how many of the first `block` rows lead
   // before one it does not take.
-  HWY_INLINE LaneExp<D> Taken(D d, std::size_t block, std::size_t& done) const {
+  HWY_INLINE LaneExp<D, kRange> Taken(D d, std::size_t block, std::size_t& done) const {
     const V m = hn::Max(hn::Max(max4[0], max4[1]), hn::Max(max4[2], max4[3]));
     const V any = hn::Add(hn::Add(sum4[0], sum4[1]), hn::Add(sum4[2], sum4[3]));
-    const auto takes = hn::AndNot(hn::IsNaN(any), hn::Le(hn::Abs(m), hn::Set(d, LaneExp<D>::Limit())));
+    const auto takes = hn::AndNot(hn::IsNaN(any), hn::Le(hn::Abs(m), hn::Set(d, LaneExp<D, kRange>::Limit())));
     done = HWY_LIKELY(hn::AllTrue(d, takes)) ? block : hn::FindKnownFirstTrue(d, hn::Not(takes));
-    return LaneExp<D>(d, hn::IfThenElseZero(takes, m));
+    return LaneExp<D, kRange>(d, hn::IfThenElseZero(takes, m));
   }
 };
 
@@ -189,13 +197,12 @@ struct LaneSum {
 // `stream`, whole rows at aligned addresses go out with streaming stores. All columns
 // are computed (those past n are -inf, whose exps are 0), so that the loops have fixed
 // counts and the columns stay in registers.
-template <class D>
-HWY_INLINE std::size_t RowsAcrossLanes(const float* x, std::ptrdiff_t xs, float* y, std::ptrdiff_t ys,
-                                       std::size_t rows, std::size_t n, bool stream) {
+template <class D, class T>
+HWY_INLINE std::size_t RowsAcrossLanes(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows,
+                                       std::size_t n, bool stream) {
   using V = hn::Vec<D>;
   const D d;
   constexpr std::size_t kLanes = hn::MaxLanes(D());
-  const auto in_row = hn::FirstN(d, n);
   const V neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
   for (std::size_t first = 0; first < rows; first += kLanes) {
     const std::size_t block = rows - first < kLanes ? rows - first : kLanes;
@@ -203,16 +210,16 @@ HWY_INLINE std::size_t RowsAcrossLanes(const float* x, std::ptrdiff_t xs, float*
     // are zeros, elements past n -inf).
     V c[kLanes];
     for (std::size_t i = 0; i < kLanes; ++i) {
-      const float* p = x + static_cast<std::ptrdiff_t>(first + i) * xs;
+      const T* p = x + static_cast<std::ptrdiff_t>(first + i) * xs;
       if (HWY_UNLIKELY(i >= block)) c[i] = hn::Zero(d);
-      else if (n == kLanes) c[i] = hn::LoadU(d, p);
-      else c[i] = hn::IfThenElse(in_row, hn::MaskedLoad(in_row, d, p), neg_inf);
+      else if (n == kLanes) c[i] = LoadF32(d, p);
+      else c[i] = LoadTailF32(d, p, n, neg_inf);
     }
     Transpose(c);
-    BlockStats<D> stats(d);
+    BlockStats<D, kSoftmaxRange<T>> stats(d);
     for (std::size_t j = 0; j < kLanes; ++j) stats.Add(j, c[j]);
     std::size_t done = 0;
-    const LaneExp<D> exp_of = stats.Taken(d, block, done);
+    const LaneExp<D, kSoftmaxRange<T>> exp_of = stats.Taken(d, block, done);
     LaneSum<D> sum;
     for (std::size_t j = 0; j < kLanes; j += 4) {
       for (std::size_t k = j; k < j + 4; ++k) c[k] = exp_of(d, c[k]);
@@ -222,10 +229,10 @@ HWY_INLINE std::size_t RowsAcrossLanes(const float* x, std::ptrdiff_t xs, float*
     for (std::size_t j = 0; j < kLanes; ++j) c[j] = hn::Mul(c[j], scale);
     Transpose(c);
     for (std::size_t i = 0; i < done; ++i) {
-      float* out = y + static_cast<std::ptrdiff_t>(first + i) * ys;
-      if (n < kLanes) hn::BlendedStore(c[i], in_row, d, out);
-      else if (stream) hn::Stream(c[i], d, out);
-      else hn::StoreU(c[i], d, out);
+      T* out = y + static_cast<std::ptrdiff_t>(first + i) * ys;
+      if (n < kLanes) StoreTailF32(d, c[i], out, n);
+      else if (stream) StreamF32</*kNotNaN=*/true>(d, c[i], out);
+      else StoreF32NotNaN(d, c[i], out);
     }
     if (HWY_UNLIKELY(done < block)) {
       if (stream) hwy::FlushStream();
@@ -240,17 +247,19 @@ HWY_INLINE std::size_t RowsAcrossLanes(const float* x, std::ptrdiff_t xs, float*
 // columns waiting in an aligned buffer between the passes: left to the compiler, 32
 // columns spilled (rows of 32 ran 1.1 times as fast as SoftmaxInRegistersT, against
 // 1.45 so; in registers, one vector's ran 15% faster than through the buffer).
-template <std::size_t kChunks, class D = RowsD>
-HWY_INLINE std::size_t RowsAcrossLanesBuffered(const float* x, std::ptrdiff_t xs, float* y, std::ptrdiff_t ys,
+template <std::size_t kChunks, class D = RowsD, class T>
+HWY_INLINE std::size_t RowsAcrossLanesBuffered(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys,
                                                std::size_t rows, std::size_t n, bool stream) {
   static_assert(kChunks >= 2 && kChunks <= 4);
   using V = hn::Vec<D>;
   const D d;
   constexpr std::size_t kLanes = hn::MaxLanes(D());
+  // A row's chunks go out at different times: streamed, a chunk of part of a line would
+  // leave the line to be written in pieces (bf16 rows of 32 from memory ran at 0.75x).
+  stream = stream && kLanes * sizeof(T) % 64 == 0;
   constexpr std::size_t kColumns = kChunks * kLanes;
   const std::size_t last = (n - 1) / kLanes;    // the last chunk holding elements
   const std::size_t tail = n - last * kLanes;   // its elements, 1 .. kLanes
-  const auto in_tail = hn::FirstN(d, tail);
   const V neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
   HWY_ALIGN float buffer[kColumns * kLanes];
   const auto column = [&](std::size_t j) { return buffer + j * kLanes; };
@@ -258,15 +267,15 @@ HWY_INLINE std::size_t RowsAcrossLanesBuffered(const float* x, std::ptrdiff_t xs
     const std::size_t block = rows - first < kLanes ? rows - first : kLanes;
     // Column j: element j of every row of the block, one row a lane (rows past the
     // block are zeros, elements past n -inf).
-    BlockStats<D> stats(d);
+    BlockStats<D, kSoftmaxRange<T>> stats(d);
     for (std::size_t k = 0; k < kChunks; ++k) {
       V c[kLanes];
       for (std::size_t i = 0; i < kLanes; ++i) {
-        const float* p = x + static_cast<std::ptrdiff_t>(first + i) * xs + k * kLanes;
+        const T* p = x + static_cast<std::ptrdiff_t>(first + i) * xs + k * kLanes;
         if (HWY_UNLIKELY(i >= block)) c[i] = hn::Zero(d);
         else if (k > last) c[i] = neg_inf;
-        else if (k < last || tail == kLanes) c[i] = hn::LoadU(d, p);
-        else c[i] = hn::IfThenElse(in_tail, hn::MaskedLoad(in_tail, d, p), neg_inf);
+        else if (k < last || tail == kLanes) c[i] = LoadF32(d, p);
+        else c[i] = LoadTailF32(d, p, tail, neg_inf);
       }
       Transpose(c);
       for (std::size_t j = 0; j < kLanes; ++j) {
@@ -275,7 +284,7 @@ HWY_INLINE std::size_t RowsAcrossLanesBuffered(const float* x, std::ptrdiff_t xs
       }
     }
     std::size_t done = 0;
-    const LaneExp<D> exp_of = stats.Taken(d, block, done);
+    const LaneExp<D, kSoftmaxRange<T>> exp_of = stats.Taken(d, block, done);
     LaneSum<D> sum;
     for (std::size_t j = 0; j < kColumns; j += 4) {
       V e[4];
@@ -291,10 +300,10 @@ HWY_INLINE std::size_t RowsAcrossLanesBuffered(const float* x, std::ptrdiff_t xs
       for (std::size_t j = 0; j < kLanes; ++j) c[j] = hn::Mul(hn::Load(d, column(k * kLanes + j)), scale);
       Transpose(c);
       for (std::size_t i = 0; i < done; ++i) {
-        float* out = y + static_cast<std::ptrdiff_t>(first + i) * ys + k * kLanes;
-        if (k == last && tail < kLanes) hn::BlendedStore(c[i], in_tail, d, out);
-        else if (stream) hn::Stream(c[i], d, out);
-        else hn::StoreU(c[i], d, out);
+        T* out = y + static_cast<std::ptrdiff_t>(first + i) * ys + k * kLanes;
+        if (k == last && tail < kLanes) StoreTailF32(d, c[i], out, tail);
+        else if (stream) StreamF32</*kNotNaN=*/true>(d, c[i], out);
+        else StoreF32NotNaN(d, c[i], out);
       }
     }
     if (HWY_UNLIKELY(done < block)) {
@@ -311,14 +320,13 @@ inline constexpr std::size_t kRowsLanes = 1;
 using RowsD = hn::ScalableTag<float>;
 using HalfRowsD = RowsD;
 
-template <class D>
-HWY_INLINE std::size_t RowsAcrossLanes(const float*, std::ptrdiff_t, float*, std::ptrdiff_t, std::size_t, std::size_t,
-                                       bool) {
+template <class D, class T>
+HWY_INLINE std::size_t RowsAcrossLanes(const T*, std::ptrdiff_t, T*, std::ptrdiff_t, std::size_t, std::size_t, bool) {
   return 0;  // never called: kHasRowsAcrossLanes is false
 }
-template <std::size_t kChunks, class D = RowsD>
-HWY_INLINE std::size_t RowsAcrossLanesBuffered(const float*, std::ptrdiff_t, float*, std::ptrdiff_t, std::size_t,
-                                               std::size_t, bool) {
+template <std::size_t kChunks, class D = RowsD, class T>
+HWY_INLINE std::size_t RowsAcrossLanesBuffered(const T*, std::ptrdiff_t, T*, std::ptrdiff_t, std::size_t, std::size_t,
+                                               bool) {
   return 0;  // never called: kHasRowsAcrossLanes is false
 }
 #endif
