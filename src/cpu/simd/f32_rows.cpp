@@ -744,17 +744,19 @@ std::size_t SoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, 
                         const InverseTemperature& inv, float* buffer, Stores stores) {
   const std::size_t N = hn::Lanes(DF());
   if (n == 0) return 0;
+  // Three and four vectors a row across lanes ran faster in cache (48: 1.36x, 64:
+  // 1.08x) but from memory at 0.66x and 0.49x (two threads): a block reads each row a
+  // line at a time in turn, a stride the prefetchers do not follow (a prefetch of the
+  // next block did not help).
   if constexpr (kHasRowsAcrossLanes) {
-    const bool stream = stores == Stores::streaming && RowsAligned(y, ys);
-    // Rows of at most 8 in blocks of 8 rows on AVX-512 too: blocks of 16 would compute
-    // twice the columns (1024 x 8: 8.1 us against 5.4 in 8 lanes).
-    if (inv.unit && n <= 8) return RowsAcrossLanes<HalfRowsD>(x, xs, y, ys, rows, n, stream);
-    if (inv.unit && n <= kRowsLanes) return RowsAcrossLanes<RowsD>(x, xs, y, ys, rows, n, stream);
-    // Three and four vectors a row ran faster in cache (48: 1.36x, 64: 1.08x) but from
-    // memory at 0.66x and 0.49x (two threads): a block reads each row a line at a time
-    // in turn, a stride the prefetchers do not follow (a prefetch of the next block did
-    // not help).
-    if (inv.unit && n <= 2 * kRowsLanes) return RowsAcrossLanesBuffered<2>(x, xs, y, ys, rows, n, stream);
+    if (inv.unit && n <= 2 * kRowsLanes) {
+      const bool stream = stores == Stores::streaming && RowsAligned(y, ys);
+      // Rows of at most 8 in blocks of 8 rows on AVX-512 too: blocks of 16 would compute
+      // twice the columns (1024 x 8: 8.1 us against 5.4 in 8 lanes).
+      if (n <= 8) return RowsAcrossLanes<HalfRowsD>(x, xs, y, ys, rows, n, stream);
+      if (n <= kRowsLanes) return RowsAcrossLanes<RowsD>(x, xs, y, ys, rows, n, stream);
+      return RowsAcrossLanesBuffered<2>(x, xs, y, ys, rows, n, stream);
+    }
   }
   if (n <= 2 * N) return RowsInRegistersT<T, 2>(x, xs, y, ys, rows, n, inv, stores);
   if (n <= 4 * N) return RowsInRegistersT<T, 4>(x, xs, y, ys, rows, n, inv, stores);
