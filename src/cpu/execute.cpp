@@ -57,15 +57,16 @@ void run_row(RowKernel<T> kernel, const Row<T>& row, const RowParams& params) {
   kernel(row, params);
 }
 
-// Contiguous softmax rows at one row stride (a contiguous batch: attention scores,
-// classifier outputs) under fused: a thread's rows go to the kernels in one call
-// (fused_softmax_rows). A row it leaves (a non-finite max) runs through fused_row, and
-// the call goes on after it.
+// Contiguous softmax and log_softmax rows at one row stride (a contiguous batch:
+// attention scores, classifier outputs) under fused: a thread's rows go to the
+// kernels in one call (fused_rows). A row it leaves (a non-finite max) runs through
+// fused_row, and the call goes on after it.
 template <class T>
-bool run_fused_softmax_rows(const detail::Problem& p, RowKernel<T> kernel, const RowParams& params,
-                            std::int64_t begin, std::int64_t end) {
+bool run_fused_rows(const detail::Problem& p, RowKernel<T> kernel, const RowParams& params, std::int64_t begin,
+                    std::int64_t end) {
   if constexpr (kSimdRows<T>) {
-    if (kernel != &fused_row<T> || params.op != Op::softmax || p.batch_rank > 1 || p.x_axis_stride != 1 ||
+    const bool has_rows_kernel = params.op == Op::softmax || params.op == Op::log_softmax;
+    if (kernel != &fused_row<T> || !has_rows_kernel || p.batch_rank > 1 || p.x_axis_stride != 1 ||
         p.y_axis_stride != 1) {
       return false;
     }
@@ -74,7 +75,7 @@ bool run_fused_softmax_rows(const detail::Problem& p, RowKernel<T> kernel, const
     const std::int64_t xs = p.batch_rank == 1 ? p.x_batch_strides[0] : 0;
     const std::int64_t ys = p.batch_rank == 1 ? p.y_batch_strides[0] : 0;
     for (std::int64_t r = begin; r < end;) {
-      r += fused_softmax_rows(x + r * xs, xs, y + r * ys, ys, end - r, p.length, params.inv_t, params.stores);
+      r += fused_rows(params.op, x + r * xs, xs, y + r * ys, ys, end - r, p.length, params.inv_t, params.stores);
       if (r < end) {
         kernel(Row<T>{x + r * xs, 1, y + r * ys, 1, p.length}, params);
         ++r;
@@ -91,7 +92,7 @@ inline constexpr std::int64_t kPrefetchMaxRowBytes = 64 * 1024;
 template <class T>
 void run_rows(const detail::Problem& p, RowKernel<T> kernel, const RowParams& params, std::int64_t begin,
               std::int64_t end) {
-  if (run_fused_softmax_rows(p, kernel, params, begin, end)) return;
+  if (run_fused_rows(p, kernel, params, begin, end)) return;
   const auto* x = reinterpret_cast<const T*>(p.x);
   auto* y = reinterpret_cast<T*>(p.y);
   std::array<std::int64_t, kMaxRank> index{};

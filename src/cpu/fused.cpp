@@ -38,18 +38,15 @@ Stores stores_for(std::int64_t n, Stores stores) {
   return n <= kFusedMaxLength ? stores : Stores::cached;
 }
 
-// f32, f16 and bf16 (contiguous rows; execute.cpp gathers the others): softmax rows
-// with a finite max go to the vectorised kernels (in registers when short, else the
-// max, one pass that stores exp(z) and sums it, and a scaling pass, so each element's
-// exp is computed once). log_softmax, logsumexp and rows with a non-finite max take
-// the shared passes.
+// f32, f16 and bf16 (contiguous rows; execute.cpp gathers the others): softmax and
+// log_softmax rows with a finite max go to the vectorised kernels (fused_rows).
+// logsumexp and rows with a non-finite max take the shared passes.
 template <class T>
 void fused_row_simd(const Row<T>& row, const RowParams& p) {
   using C = typename Element<T>::Compute;
   const auto n = static_cast<std::size_t>(row.n);
-  const Stores stores = stores_for(row.n, p.stores);
-  if (p.op == Op::softmax &&
-      simd::f32_softmax_rows(row.x, 1, row.y, 1, 1, n, p.inv_t, exps_buffer<T>(stores), stores) == 1) {
+  if ((p.op == Op::softmax || p.op == Op::log_softmax) &&
+      fused_rows(p.op, row.x, 1, row.y, 1, 1, row.n, p.inv_t, p.stores) == 1) {
     return;
   }
   Stats<C> s;
@@ -85,20 +82,25 @@ void fused_row(const Row<T>& row, const RowParams& p) {
 }
 
 template <class T>
-std::int64_t fused_softmax_rows(const T* x, std::int64_t x_row_stride, T* y, std::int64_t y_row_stride,
-                                std::int64_t rows, std::int64_t n, double inv_t, Stores stores) {
+std::int64_t fused_rows(Op op, const T* x, std::int64_t x_row_stride, T* y, std::int64_t y_row_stride,
+                        std::int64_t rows, std::int64_t n, double inv_t, Stores stores) {
   stores = stores_for(n, stores);
-  return static_cast<std::int64_t>(simd::f32_softmax_rows(x, x_row_stride, y, y_row_stride,
-                                                          static_cast<std::size_t>(rows), static_cast<std::size_t>(n),
-                                                          inv_t, exps_buffer<T>(stores), stores));
+  const auto count = static_cast<std::size_t>(rows);
+  const auto length = static_cast<std::size_t>(n);
+  if (op == Op::log_softmax) {
+    return static_cast<std::int64_t>(
+        simd::f32_log_softmax_rows(x, x_row_stride, y, y_row_stride, count, length, inv_t, stores));
+  }
+  return static_cast<std::int64_t>(simd::f32_softmax_rows(x, x_row_stride, y, y_row_stride, count, length, inv_t,
+                                                          exps_buffer<T>(stores), stores));
 }
 
-template std::int64_t fused_softmax_rows(const float*, std::int64_t, float*, std::int64_t, std::int64_t,
-                                         std::int64_t, double, Stores);
-template std::int64_t fused_softmax_rows(const half*, std::int64_t, half*, std::int64_t, std::int64_t, std::int64_t,
-                                         double, Stores);
-template std::int64_t fused_softmax_rows(const bfloat16*, std::int64_t, bfloat16*, std::int64_t, std::int64_t,
-                                         std::int64_t, double, Stores);
+template std::int64_t fused_rows(Op, const float*, std::int64_t, float*, std::int64_t, std::int64_t, std::int64_t,
+                                 double, Stores);
+template std::int64_t fused_rows(Op, const half*, std::int64_t, half*, std::int64_t, std::int64_t, std::int64_t,
+                                 double, Stores);
+template std::int64_t fused_rows(Op, const bfloat16*, std::int64_t, bfloat16*, std::int64_t, std::int64_t,
+                                 std::int64_t, double, Stores);
 
 template void fused_row(const Row<float>&, const RowParams&);
 template void fused_row(const Row<double>&, const RowParams&);

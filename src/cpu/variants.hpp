@@ -23,13 +23,13 @@ void safe_row(const Row<T>& row, const RowParams& p);
 template <class T>
 void fused_row(const Row<T>& row, const RowParams& p);
 
-// fused_row's softmax for `rows` contiguous rows of n elements at the given row
-// strides, in one call into the vectorised kernels (no set-up per row). Returns the
-// number of leading rows done: a row with a non-finite max stops it, for fused_row.
-// f32, f16 and bf16.
+// fused_row's softmax or log_softmax (op) for `rows` contiguous rows of n elements at
+// the given row strides, in one call into the vectorised kernels (no set-up per row).
+// Returns the number of leading rows done: a row with a non-finite max stops it, for
+// fused_row. f32, f16 and bf16.
 template <class T>
-std::int64_t fused_softmax_rows(const T* x, std::int64_t x_row_stride, T* y, std::int64_t y_row_stride,
-                                std::int64_t rows, std::int64_t n, double inv_t, Stores stores);
+std::int64_t fused_rows(Op op, const T* x, std::int64_t x_row_stride, T* y, std::int64_t y_row_stride,
+                        std::int64_t rows, std::int64_t n, double inv_t, Stores stores);
 
 // The three passes over blocks of p.block elements; the sum pass walks the blocks
 // backward (PassOrder::reverse) so that it starts on those still in cache.

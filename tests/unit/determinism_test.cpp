@@ -50,7 +50,8 @@ TEST_P(ThreadCounts, OneTwoAndThreeThreadsGiveIdenticalBits) {
 // Short rows go a block of 16 (or 8) rows at a time, a row to a lane, where the
 // target allows (rows_across_lanes-inl.h); a thread's share starts a block wherever
 // the share starts, which must change no bit. Row counts that are not multiples of 16,
-// with a NaN row and a +inf row (which that form leaves to the general path).
+// with a NaN row and a +inf row (which that form leaves to the general path); softmax
+// and log_softmax.
 TEST_P(ThreadCounts, ShortRowsGiveIdenticalBitsOnAnyThreadCount) {
   const DType dtype = GetParam();
   for (std::int64_t n : {7, 16, 24, 40}) {
@@ -59,18 +60,22 @@ TEST_P(ThreadCounts, ShortRowsGiveIdenticalBitsOnAnyThreadCount) {
     fill_normal(x, rng(), random_distribution(rng()));
     x.set_at(5 * n + 1, std::numeric_limits<double>::quiet_NaN());
     x.set_at(shape[0] / 2 * n, std::numeric_limits<double>::infinity());
-    Options options;
-    options.threads = 3;
-    SCOPED_TRACE("shape " + x.describe());
-    ASSERT_EQ(plan(Op::softmax, shape, dtype, options).threads, 3) << "the shape is too small to use three threads";
-    std::vector<TestTensor> outputs;
-    for (int threads : {1, 2, 3, 8}) {
-      options.threads = threads;
-      outputs.push_back(make_output(Op::softmax, x, options, Layout::contiguous));
-      run_op(Op::softmax, x.view(), outputs.back().mutable_view(), options);
+    for (Op op : {Op::softmax, Op::log_softmax}) {
+      Options options;
+      options.threads = 3;
+      SCOPED_TRACE(describe(op, options) + " shape " + x.describe());
+      ASSERT_EQ(plan(op, shape, dtype, options).threads, 3) << "the shape is too small to use three threads";
+      std::vector<TestTensor> outputs;
+      for (int threads : {1, 2, 3, 8}) {
+        options.threads = threads;
+        outputs.push_back(make_output(op, x, options, Layout::contiguous));
+        run_op(op, x.view(), outputs.back().mutable_view(), options);
+      }
+      for (std::size_t i = 1; i < outputs.size(); ++i) {
+        EXPECT_TRUE(bitwise_equal(outputs[0], outputs[i])) << "run " << i;
+      }
+      EXPECT_TRUE(matches_reference(op, outputs[0], reference_nd(op, x, options)));
     }
-    for (std::size_t i = 1; i < outputs.size(); ++i) EXPECT_TRUE(bitwise_equal(outputs[0], outputs[i])) << "run " << i;
-    EXPECT_TRUE(matches_reference(Op::softmax, outputs[0], reference_nd(Op::softmax, x, options)));
   }
 }
 

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "accuracy.hpp"
@@ -67,9 +68,10 @@ TEST_P(SimdRows, RandomRowsAtEveryLengthMeetTheBar) {
 
 TEST_P(SimdRows, OutputsBelowTheNormalRangeMeetTheBar) {
   // One element at the max, the others 85 to 104 below it: outputs below FLT_MIN,
-  // which bf16 keeps as subnormals (the fused rows build those exps 2^64 too large).
+  // which bf16 keeps as subnormals (the fused rows build those exps 2^64 too large),
+  // and log_softmax's -log(1 + tiny) at the max. Rows of 5 and 12 go across lanes.
   std::uniform_real_distribution<double> below(-104.0, -85.0);
-  for (std::int64_t n : {17, 300, 1000, 4097}) {
+  for (std::int64_t n : {5, 12, 17, 300, 1000, 4097}) {
     SCOPED_TRACE("n=" + std::to_string(n));
     TestTensor x(GetParam(), {2, n});
     for (std::int64_t i = 0; i < 2 * n; ++i) x.set_at(i, 7.0 + below(rng()));
@@ -144,7 +146,7 @@ TEST_P(SimdRows, NonFiniteRowsAfterFiniteRowsKeepTheirSemantics) {
 // beside it, on its lane or on where a call starts (a thread's share), and the rows
 // that form leaves to the general path (a NaN, +inf, all -inf, a max beyond the exp's
 // range) keep their semantics wherever they lie in a block. Every dtype: the property
-// holds for all of them.
+// holds for all of them. Softmax and log_softmax.
 TEST_P(SimdRows, ShortRowsGiveTheSameBitsWhereverTheyLie) {
   const DType dtype = GetParam();
   const double inf = std::numeric_limits<double>::infinity();
@@ -160,24 +162,29 @@ TEST_P(SimdRows, ShortRowsGiveTheSameBitsWhereverTheyLie) {
     for (std::int64_t i = 0; i < n; ++i) x.set_at(20 * n + i, -inf);
     x.set_at(31 * n + n - 1, 700.0);
     for (std::int64_t i = 0; i < n; ++i) x.set_at(33 * n + i, -650.0 + 0.5 * static_cast<double>(i % 3));
-    const Expected expected = reference_nd(Op::softmax, x, Options{});
-    for (std::int64_t target : simd_targets()) {
-      SCOPED_TRACE(hwy::TargetName(target));
-      with_target(target, [&] {
-        TestTensor all(dtype, {kRows, n});
-        softmax(x.view(), all.mutable_view(), Options{});
-        ASSERT_TRUE(matches_reference(Op::softmax, all, expected));
-        const auto* in = static_cast<const unsigned char*>(x.data());
-        const auto* out = static_cast<const unsigned char*>(all.data());
-        for (std::int64_t first : {1, 7, 15, 36}) {
-          const std::int64_t rows = kRows - first;
-          const std::size_t offset = static_cast<std::size_t>(first * n) * element;
-          TestTensor part(dtype, {rows, n});
-          softmax(TensorView(in + offset, dtype, {rows, n}), part.mutable_view(), Options{});
-          EXPECT_EQ(std::memcmp(part.data(), out + offset, static_cast<std::size_t>(rows * n) * element), 0)
-              << "rows from " << first;
-        }
-      });
+    // A row dominated by its max: log_softmax's -log(1 + tiny) there.
+    for (std::int64_t i = 0; i < n; ++i) x.set_at(12 * n + i, i == n / 2 ? 4.0 : -80.0 - static_cast<double>(i));
+    for (Op op : {Op::softmax, Op::log_softmax}) {
+      SCOPED_TRACE(std::string(to_string(op)));
+      const Expected expected = reference_nd(op, x, Options{});
+      for (std::int64_t target : simd_targets()) {
+        SCOPED_TRACE(hwy::TargetName(target));
+        with_target(target, [&] {
+          TestTensor all(dtype, {kRows, n});
+          run_op(op, x.view(), all.mutable_view(), Options{});
+          ASSERT_TRUE(matches_reference(op, all, expected));
+          const auto* in = static_cast<const unsigned char*>(x.data());
+          const auto* out = static_cast<const unsigned char*>(all.data());
+          for (std::int64_t first : {1, 7, 15, 36}) {
+            const std::int64_t rows = kRows - first;
+            const std::size_t offset = static_cast<std::size_t>(first * n) * element;
+            TestTensor part(dtype, {rows, n});
+            run_op(op, TensorView(in + offset, dtype, {rows, n}), part.mutable_view(), Options{});
+            EXPECT_EQ(std::memcmp(part.data(), out + offset, static_cast<std::size_t>(rows * n) * element), 0)
+                << "rows from " << first;
+          }
+        });
+      }
     }
   }
 }

@@ -751,11 +751,7 @@ std::size_t SoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, 
   if constexpr (kHasRowsAcrossLanes) {
     if (inv.unit && n <= 2 * kRowsLanes) {
       const bool stream = stores == Stores::streaming && RowsAligned(y, ys);
-      // Rows of at most 8 in blocks of 8 rows on AVX-512 too: blocks of 16 would compute
-      // twice the columns (1024 x 8: 8.1 us against 5.4 in 8 lanes).
-      if (n <= 8) return RowsAcrossLanes<HalfRowsD>(x, xs, y, ys, rows, n, stream);
-      if (n <= kRowsLanes) return RowsAcrossLanes<RowsD>(x, xs, y, ys, rows, n, stream);
-      return RowsAcrossLanesBuffered<2>(x, xs, y, ys, rows, n, stream);
+      return ShortRowsAcrossLanes<LaneOp::softmax>(x, xs, y, ys, rows, n, stream);
     }
   }
   if (n <= 2 * N) return RowsInRegistersT<T, 2>(x, xs, y, ys, rows, n, inv, stores);
@@ -771,6 +767,35 @@ std::size_t SoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, 
     return RowsFusedPipelined(x, xs, y, ys, rows, n, inv, buffer);
   }
   return RowsFusedPasses(x, xs, y, ys, rows, n, inv, buffer, stores);
+}
+
+// log_softmax of contiguous rows in one call (the general path's max, sum and write
+// passes took a dispatch and a finish per row: 82 ns a row of 10 floats): rows of
+// at most two vectors at unit temperature across lanes, others by the max, the sum
+// with the terms at the max counted apart (log(d) = log1p(d - 1) keeps a dominant
+// max's tiny rest), and (x - m) / T - log(d), the next row fetched meanwhile.
+template <class T>
+std::size_t LogSoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows, std::size_t n,
+                           const InverseTemperature& inv, Stores stores) {
+  if (n == 0) return 0;
+  if constexpr (kHasRowsAcrossLanes) {
+    if (inv.unit && n <= 2 * kRowsLanes) {
+      const bool stream = stores == Stores::streaming && RowsAligned(y, ys);
+      return ShortRowsAcrossLanes<LaneOp::log_softmax>(x, xs, y, ys, rows, n, stream);
+    }
+  }
+  const bool prefetch = n * sizeof(T) <= kPrefetchRowBytes;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const T* xr = x + static_cast<std::ptrdiff_t>(r) * xs;
+    const float m = RMax(xr, n);
+    if (!std::isfinite(m)) return r;
+    const Ahead<T> next{prefetch && r + 1 < rows ? xr + xs : nullptr, nullptr};
+    const ExpSum sum = RSumExp(xr, n, m, inv, /*count_at_max=*/true, /*backward=*/false, next);
+    const double log_d = std::log1p(static_cast<double>(sum.at_max - 1) + sum.below_max);
+    LogSoftmaxNormalize(xr, y + static_cast<std::ptrdiff_t>(r) * ys, n, m, inv, static_cast<float>(log_d), false,
+                        stores);
+  }
+  return rows;
 }
 
 void ExpArray(const float* z, const float* z_lo, float* y, std::size_t n) {
@@ -849,6 +874,10 @@ void Convert(const T* x, float* wide, T* y, std::size_t n) {
                                   std::size_t n, const InverseTemperature& inv, float* buffer, Stores stores) { \
     return SoftmaxRows(x, xs, y, ys, rows, n, inv, buffer, stores);                                             \
   }                                                                                                             \
+  std::size_t LogSoftmaxRows##Suffix(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows,  \
+                                     std::size_t n, const InverseTemperature& inv, Stores stores) {             \
+    return LogSoftmaxRows(x, xs, y, ys, rows, n, inv, stores);                                                  \
+  }                                                                                                             \
   void SoftmaxNormalize##Suffix(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv, float scale, \
                                 bool back, const Ahead<T>& ahead, Stores stores) {                              \
     SoftmaxNormalize(x, y, n, m, inv, scale, back, ahead, stores);                                              \
@@ -884,6 +913,12 @@ namespace smax::cpu::simd {
                                std::size_t rows, std::size_t n, double inv_t, float* buffer, Stores stores) {     \
     return HWY_DYNAMIC_DISPATCH(SoftmaxRows##Suffix)(x, x_row_stride, y, y_row_stride, rows, n,                   \
                                                      InverseTemperature::of(inv_t), buffer, stores);              \
+  }                                                                                                               \
+  HWY_EXPORT(LogSoftmaxRows##Suffix);                                                                             \
+  std::size_t f32_log_softmax_rows(const T* x, std::ptrdiff_t x_row_stride, T* y, std::ptrdiff_t y_row_stride,    \
+                                   std::size_t rows, std::size_t n, double inv_t, Stores stores) {                \
+    return HWY_DYNAMIC_DISPATCH(LogSoftmaxRows##Suffix)(x, x_row_stride, y, y_row_stride, rows, n,                \
+                                                        InverseTemperature::of(inv_t), stores);                   \
   }                                                                                                               \
   HWY_EXPORT(SoftmaxNormalize##Suffix);                                                                           \
   HWY_EXPORT(LogSoftmaxNormalize##Suffix);                                                                        \

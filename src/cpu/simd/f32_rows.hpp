@@ -114,6 +114,17 @@ std::size_t f32_softmax_rows(const bfloat16* x, std::ptrdiff_t x_row_stride, bfl
                              std::ptrdiff_t y_row_stride, std::size_t rows, std::size_t n, double inv_t,
                              float* buffer, Stores stores = Stores::cached);
 
+// The same for log_softmax: rows of at most two vectors at unit temperature across
+// lanes, others by the max, the sum (the terms at the max counted apart, so that
+// log(d) = log1p(d - 1) keeps a dominant max's tiny rest) and the write pass.
+std::size_t f32_log_softmax_rows(const float* x, std::ptrdiff_t x_row_stride, float* y, std::ptrdiff_t y_row_stride,
+                                 std::size_t rows, std::size_t n, double inv_t, Stores stores = Stores::cached);
+std::size_t f32_log_softmax_rows(const half* x, std::ptrdiff_t x_row_stride, half* y, std::ptrdiff_t y_row_stride,
+                                 std::size_t rows, std::size_t n, double inv_t, Stores stores = Stores::cached);
+std::size_t f32_log_softmax_rows(const bfloat16* x, std::ptrdiff_t x_row_stride, bfloat16* y,
+                                 std::ptrdiff_t y_row_stride, std::size_t rows, std::size_t n, double inv_t,
+                                 Stores stores = Stores::cached);
+
 // y[i] = e[i] * scale, rounded to y's type, for e never NaN (a softmax's exps: bf16
 // rounds without the NaN case). `stream`: y's whole lines with streaming stores, around
 // the cache. y may be e itself for float rows that do not stream.

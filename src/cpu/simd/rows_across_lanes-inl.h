@@ -1,6 +1,6 @@
-// Softmax of short rows (f32, f16 or bf16 storage, float lanes; at most two vectors:
-// MoE routers' 8 to 32 experts, small windows) a vector's lanes of rows at a time, each
-// row in one lane: a block of 16 rows
+// Softmax and log_softmax of short rows (f32, f16 or bf16 storage, float lanes; at
+// most two vectors: MoE routers' 8 to 32 experts, classifiers' 10 classes, small
+// windows) a vector's lanes of rows at a time, each row in one lane: a block of 16 rows
 // (AVX-512; 8 with AVX2, and for rows of at most 8) is transposed in registers, a
 // vector of each row at a time, so that its max, its exp's split (per lane), its sum
 // and 1 / d are lane arithmetic over column vectors, then transposed back. Where such a
@@ -19,7 +19,8 @@
 //
 // Accuracy as the row kernels': their exps (LaneExp), each group of four terms
 // summed in float (two roundings) and the groups in double lanes, 1 / d in double,
-// rounded once to float.
+// rounded once to float; log_softmax's log(d) as log1p(d - 1) in double lanes with the
+// terms at the max counted apart (LaneLogSum), and (x - m) - log(d) in float.
 //
 // The -inl.h convention: included once per target by f32_rows.cpp.
 #if defined(SMAX_CPU_SIMD_ROWS_ACROSS_LANES_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -33,6 +34,7 @@
 #include <limits>
 
 #include <hwy/cache_control.h>
+#include <hwy/contrib/math/math-inl.h>
 #include <hwy/highway.h>
 
 #include "cpu/simd/convert-inl.h"
@@ -41,6 +43,9 @@
 HWY_BEFORE_NAMESPACE();
 namespace smax::cpu::simd::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+
+// What a block computes: exp(x - m) / d, or (x - m) - log(d).
+enum class LaneOp { softmax, log_softmax };
 
 #if HWY_ARCH_X86 && (HWY_TARGET <= HWY_AVX3 || HWY_TARGET == HWY_AVX2)
 inline constexpr bool kHasRowsAcrossLanes = true;
@@ -135,11 +140,13 @@ struct LaneExp<D, kRange, V, true> {
 };
 #endif
 
-// The exps' range: bf16 outputs take theirs 2^64 too large (never subnormal), which
-// 1 / d takes back in the one product that rounds their subnormal results, as the row
-// kernels' softmax does; the others flush below FLT_MIN.
+// The exps' range: bf16 takes them 2^64 too large (never subnormal), which softmax's
+// 1 / d takes back in the one product that rounds its subnormal results, as the row
+// kernels' softmax does, and log_softmax's sum in double lanes (its bf16 outputs keep
+// -log(1 + tiny) at the max down to float's subnormals); the others flush below
+// FLT_MIN.
 template <class T>
-inline constexpr ExpRange kSoftmaxRange = std::is_same_v<T, bfloat16> ? ExpRange::times_2_64 : ExpRange::flush;
+inline constexpr ExpRange kLaneRange = std::is_same_v<T, bfloat16> ? ExpRange::times_2_64 : ExpRange::flush;
 
 // A block's max per lane and, apart (x86's max drops a NaN by operand order), a sum
 // that is NaN where the row holds a NaN (or both infinities, whose max is not finite
@@ -159,36 +166,76 @@ struct BlockStats {
     sum4[j % 4] = hn::Add(sum4[j % 4], column);
   }
   // The exp of the rows this form takes (a finite max within LaneExp's range, no NaN;
-  // any exp in the other lanes), and in `done` how many of the first `block` rows lead
-  // before one it does not take.
-  HWY_INLINE LaneExp<D, kRange> Taken(D d, std::size_t block, std::size_t& done) const {
-    const V m = hn::Max(hn::Max(max4[0], max4[1]), hn::Max(max4[2], max4[3]));
+  // any exp in the other lanes), each lane's max in m (0 in the other lanes), and in
+  // `done` how many of the first `block` rows lead before one it does not take.
+  HWY_INLINE LaneExp<D, kRange> Taken(D d, std::size_t block, std::size_t& done, V& m) const {
+    m = hn::Max(hn::Max(max4[0], max4[1]), hn::Max(max4[2], max4[3]));
     const V any = hn::Add(hn::Add(sum4[0], sum4[1]), hn::Add(sum4[2], sum4[3]));
     const auto takes = hn::AndNot(hn::IsNaN(any), hn::Le(hn::Abs(m), hn::Set(d, LaneExp<D, kRange>::Limit())));
     done = HWY_LIKELY(hn::AllTrue(d, takes)) ? block : hn::FindKnownFirstTrue(d, hn::Not(takes));
-    return LaneExp<D, kRange>(d, hn::IfThenElseZero(takes, m));
+    m = hn::IfThenElseZero(takes, m);
+    return LaneExp<D, kRange>(d, m);
   }
 };
 
-// d per lane in double lanes: each group of four terms summed in float (two roundings,
-// as the row kernels' sums allow), then widened; Scale() is 1 / d, rounded once to
-// float.
-template <class D>
-struct LaneSum {
+// A block's sums per lane in double lanes, each group of four terms summed in float
+// (two roundings, as the row kernels' sums allow), then widened, and the output they
+// make. Softmax: the outputs are the exps times 1 / d, rounded once to float.
+// log_softmax: the terms at the row's max (exactly 1 each) are counted apart from the
+// others, so that log(d) = log1p((at_max - 1) + others) keeps a dominant max's tiny
+// rest (the row kernels' kCountAtMax); the outputs are (x - m) - log(d) in float, two
+// terms <= 0 that never cancel. kRange times_2_64: the exps are 2^64 too large, as
+// softmax's scaling wants them; log_softmax takes the factor out of its double sum.
+template <class D, LaneOp kOp, ExpRange kRange>
+struct LaneNormalizer {
   using V = hn::Vec<D>;
   using DD = hn::Repartition<double, D>;
-  hn::Vec<DD> low, high;
-  LaneSum() : low(hn::Zero(DD())), high(hn::Zero(DD())) {}
-  HWY_INLINE void Add4(V e0, V e1, V e2, V e3) {
+  hn::Vec<DD> low, high;  // d, or log_softmax's terms below the max
+  V m, at_max, factor;    // factor: 1 / d, or log(d)
+  LaneNormalizer(D d, V max) : low(hn::Zero(DD())), high(hn::Zero(DD())), m(max), at_max(hn::Zero(d)), factor(m) {}
+
+  // The exps e0..e3 of four columns c0..c3.
+  HWY_INLINE void Add4(D d, V c0, V c1, V c2, V c3, V e0, V e1, V e2, V e3) {
+    if constexpr (kOp == LaneOp::log_softmax) {
+      const V one = hn::Set(d, 1.0f);
+      const auto a0 = hn::Eq(c0, m), a1 = hn::Eq(c1, m), a2 = hn::Eq(c2, m), a3 = hn::Eq(c3, m);
+      at_max = hn::Add(at_max, hn::Add(hn::Add(hn::IfThenElseZero(a0, one), hn::IfThenElseZero(a1, one)),
+                                       hn::Add(hn::IfThenElseZero(a2, one), hn::IfThenElseZero(a3, one))));
+      e0 = hn::IfThenZeroElse(a0, e0);
+      e1 = hn::IfThenZeroElse(a1, e1);
+      e2 = hn::IfThenZeroElse(a2, e2);
+      e3 = hn::IfThenZeroElse(a3, e3);
+    } else {
+      (void)c0, (void)c1, (void)c2, (void)c3;
+    }
     const hn::Half<D> dh;
     const V group = hn::Add(hn::Add(e0, e1), hn::Add(e2, e3));
     low = hn::Add(low, hn::PromoteTo(DD(), hn::LowerHalf(dh, group)));
     high = hn::Add(high, hn::PromoteTo(DD(), hn::UpperHalf(dh, group)));
   }
-  HWY_INLINE V Scale() const {
+
+  // Once every column is in.
+  HWY_INLINE void Finish(D d) {
+    const DD dd;
     const hn::Half<D> dh;
-    const auto one = hn::Set(DD(), 1.0);
-    return hn::Combine(D(), hn::DemoteTo(dh, hn::Div(one, high)), hn::DemoteTo(dh, hn::Div(one, low)));
+    if constexpr (kOp == LaneOp::softmax) {
+      const auto one = hn::Set(dd, 1.0);
+      factor = hn::Combine(d, hn::DemoteTo(dh, hn::Div(one, high)), hn::DemoteTo(dh, hn::Div(one, low)));
+    } else {
+      const auto log_d = [&](hn::Vec<DD> others, hn::Vec<DD> count) {
+        if constexpr (kRange == ExpRange::times_2_64) others = hn::Mul(others, hn::Set(dd, 0x1p-64));
+        const auto d_minus_one = hn::Add(hn::Sub(count, hn::Set(dd, 1.0)), others);
+        return hn::DemoteTo(dh, hn::Log1p(dd, hn::Max(d_minus_one, hn::Zero(dd))));  // >= 0 but in untaken lanes
+      };
+      factor = hn::Combine(d, log_d(high, hn::PromoteTo(dd, hn::UpperHalf(dh, at_max))),
+                           log_d(low, hn::PromoteTo(dd, hn::LowerHalf(dh, at_max))));
+    }
+  }
+
+  // The output of an element: its exp for softmax, the element itself for log_softmax.
+  HWY_INLINE V Out(V v) const {
+    if constexpr (kOp == LaneOp::softmax) return hn::Mul(v, factor);
+    return hn::Sub(hn::Sub(v, m), factor);
   }
 };
 
@@ -196,8 +243,9 @@ struct LaneSum {
 // apart; returns the rows done (all, or up to the first this form leaves). With
 // `stream`, whole rows at aligned addresses go out with streaming stores. All columns
 // are computed (those past n are -inf, whose exps are 0), so that the loops have fixed
-// counts and the columns stay in registers.
-template <class D, class T>
+// counts and the columns stay in registers: softmax's exps replace them, log_softmax
+// keeps them.
+template <LaneOp kOp, class D, class T>
 HWY_INLINE std::size_t RowsAcrossLanes(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows,
                                        std::size_t n, bool stream) {
   using V = hn::Vec<D>;
@@ -216,17 +264,22 @@ HWY_INLINE std::size_t RowsAcrossLanes(const T* x, std::ptrdiff_t xs, T* y, std:
       else c[i] = LoadTailF32(d, p, n, neg_inf);
     }
     Transpose(c);
-    BlockStats<D, kSoftmaxRange<T>> stats(d);
+    BlockStats<D, kLaneRange<T>> stats(d);
     for (std::size_t j = 0; j < kLanes; ++j) stats.Add(j, c[j]);
     std::size_t done = 0;
-    const LaneExp<D, kSoftmaxRange<T>> exp_of = stats.Taken(d, block, done);
-    LaneSum<D> sum;
+    V m;
+    const LaneExp<D, kLaneRange<T>> exp_of = stats.Taken(d, block, done, m);
+    LaneNormalizer<D, kOp, kLaneRange<T>> out(d, m);
     for (std::size_t j = 0; j < kLanes; j += 4) {
-      for (std::size_t k = j; k < j + 4; ++k) c[k] = exp_of(d, c[k]);
-      sum.Add4(c[j], c[j + 1], c[j + 2], c[j + 3]);
+      V e[4];
+      for (std::size_t k = 0; k < 4; ++k) e[k] = exp_of(d, c[j + k]);
+      out.Add4(d, c[j], c[j + 1], c[j + 2], c[j + 3], e[0], e[1], e[2], e[3]);
+      if constexpr (kOp == LaneOp::softmax) {
+        for (std::size_t k = 0; k < 4; ++k) c[j + k] = e[k];
+      }
     }
-    const V scale = sum.Scale();
-    for (std::size_t j = 0; j < kLanes; ++j) c[j] = hn::Mul(c[j], scale);
+    out.Finish(d);
+    for (std::size_t j = 0; j < kLanes; ++j) c[j] = out.Out(c[j]);
     Transpose(c);
     for (std::size_t i = 0; i < done; ++i) {
       T* out = y + static_cast<std::ptrdiff_t>(first + i) * ys;
@@ -244,10 +297,10 @@ HWY_INLINE std::size_t RowsAcrossLanes(const T* x, std::ptrdiff_t xs, T* y, std:
 }
 
 // The same for rows of kRowsLanes < n <= kRowsLanes * kChunks elements, their
-// columns waiting in an aligned buffer between the passes: left to the compiler, 32
+// columns (softmax: then their exps) waiting in an aligned buffer between the passes: left to the compiler, 32
 // columns spilled (rows of 32 ran 1.1 times as fast as SoftmaxInRegistersT, against
 // 1.45 so; in registers, one vector's ran 15% faster than through the buffer).
-template <std::size_t kChunks, class D = RowsD, class T>
+template <LaneOp kOp, std::size_t kChunks, class D = RowsD, class T>
 HWY_INLINE std::size_t RowsAcrossLanesBuffered(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys,
                                                std::size_t rows, std::size_t n, bool stream) {
   static_assert(kChunks >= 2 && kChunks <= 4);
@@ -267,7 +320,7 @@ HWY_INLINE std::size_t RowsAcrossLanesBuffered(const T* x, std::ptrdiff_t xs, T*
     const std::size_t block = rows - first < kLanes ? rows - first : kLanes;
     // Column j: element j of every row of the block, one row a lane (rows past the
     // block are zeros, elements past n -inf).
-    BlockStats<D, kSoftmaxRange<T>> stats(d);
+    BlockStats<D, kLaneRange<T>> stats(d);
     for (std::size_t k = 0; k < kChunks; ++k) {
       V c[kLanes];
       for (std::size_t i = 0; i < kLanes; ++i) {
@@ -284,20 +337,22 @@ HWY_INLINE std::size_t RowsAcrossLanesBuffered(const T* x, std::ptrdiff_t xs, T*
       }
     }
     std::size_t done = 0;
-    const LaneExp<D, kSoftmaxRange<T>> exp_of = stats.Taken(d, block, done);
-    LaneSum<D> sum;
+    V m;
+    const LaneExp<D, kLaneRange<T>> exp_of = stats.Taken(d, block, done, m);
+    LaneNormalizer<D, kOp, kLaneRange<T>> out(d, m);
     for (std::size_t j = 0; j < kColumns; j += 4) {
-      V e[4];
+      V c[4], e[4];
       for (std::size_t k = 0; k < 4; ++k) {
-        e[k] = exp_of(d, hn::Load(d, column(j + k)));
-        hn::Store(e[k], d, column(j + k));
+        c[k] = hn::Load(d, column(j + k));
+        e[k] = exp_of(d, c[k]);
+        if constexpr (kOp == LaneOp::softmax) hn::Store(e[k], d, column(j + k));
       }
-      sum.Add4(e[0], e[1], e[2], e[3]);
+      out.Add4(d, c[0], c[1], c[2], c[3], e[0], e[1], e[2], e[3]);
     }
-    const V scale = sum.Scale();
+    out.Finish(d);
     for (std::size_t k = 0; k <= last; ++k) {
       V c[kLanes];
-      for (std::size_t j = 0; j < kLanes; ++j) c[j] = hn::Mul(hn::Load(d, column(k * kLanes + j)), scale);
+      for (std::size_t j = 0; j < kLanes; ++j) c[j] = out.Out(hn::Load(d, column(k * kLanes + j)));
       Transpose(c);
       for (std::size_t i = 0; i < done; ++i) {
         T* out = y + static_cast<std::ptrdiff_t>(first + i) * ys + k * kLanes;
@@ -314,19 +369,24 @@ HWY_INLINE std::size_t RowsAcrossLanesBuffered(const T* x, std::ptrdiff_t xs, T*
   if (stream) hwy::FlushStream();
   return rows;
 }
+
+// Rows of 1 <= n <= 2 * kRowsLanes elements by the form that fits them.
+template <LaneOp kOp, class T>
+HWY_INLINE std::size_t ShortRowsAcrossLanes(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys,
+                                            std::size_t rows, std::size_t n, bool stream) {
+  // Rows of at most 8 in blocks of 8 rows on AVX-512 too: blocks of 16 would compute
+  // twice the columns (1024 x 8: 8.1 us against 5.4 in 8 lanes).
+  if (n <= 8) return RowsAcrossLanes<kOp, HalfRowsD>(x, xs, y, ys, rows, n, stream);
+  if (n <= kRowsLanes) return RowsAcrossLanes<kOp, RowsD>(x, xs, y, ys, rows, n, stream);
+  return RowsAcrossLanesBuffered<kOp, 2>(x, xs, y, ys, rows, n, stream);
+}
 #else
 inline constexpr bool kHasRowsAcrossLanes = false;
 inline constexpr std::size_t kRowsLanes = 1;
-using RowsD = hn::ScalableTag<float>;
-using HalfRowsD = RowsD;
 
-template <class D, class T>
-HWY_INLINE std::size_t RowsAcrossLanes(const T*, std::ptrdiff_t, T*, std::ptrdiff_t, std::size_t, std::size_t, bool) {
-  return 0;  // never called: kHasRowsAcrossLanes is false
-}
-template <std::size_t kChunks, class D = RowsD, class T>
-HWY_INLINE std::size_t RowsAcrossLanesBuffered(const T*, std::ptrdiff_t, T*, std::ptrdiff_t, std::size_t, std::size_t,
-                                               bool) {
+template <LaneOp kOp, class T>
+HWY_INLINE std::size_t ShortRowsAcrossLanes(const T*, std::ptrdiff_t, T*, std::ptrdiff_t, std::size_t, std::size_t,
+                                            bool) {
   return 0;  // never called: kHasRowsAcrossLanes is false
 }
 #endif
