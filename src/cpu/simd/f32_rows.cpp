@@ -13,6 +13,7 @@
 #define HWY_TARGET_INCLUDE "cpu/simd/f32_rows.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/cache_control.h>
+#include <hwy/contrib/math/math-inl.h>
 #include <hwy/highway.h>
 
 #include "cpu/simd/argument-inl.h"
@@ -491,31 +492,36 @@ void LogSoftmaxNormalize(const T* x, T* y, std::size_t n, float m, const Inverse
 // rows take the fused passes over L1.
 inline constexpr std::size_t kMaxRegisterVectors = 16;
 
-// v[k] = exp_of(v[k]) for every k; returns their sum.
-template <std::size_t kVectors, class Exp>
-HWY_INLINE double ExpsInRegisters(const Exp& exp_of, VF (&v)[kVectors]) {
+// The sum of exp_of(v[k]) over every k. Softmax's (kLog false): the exps replace v,
+// for the scaling. log_softmax's: v stays, for (x - m) / T - log(d), and the terms
+// at the max are counted apart (SumLanes<true>).
+template <bool kLog, std::size_t kVectors, class Exp>
+HWY_INLINE ExpSum ExpsInRegisters(const Exp& exp_of, VF (&v)[kVectors]) {
   const DF d;
-  SumLanes<false> sum;
+  SumLanes<kLog> sum;
   std::size_t k = 0;
   for (; k + 4 <= kVectors; k += 4) {
     VF z0, z1, z2, z3;
-    v[k] = exp_of(d, v[k], z0);
-    v[k + 1] = exp_of(d, v[k + 1], z1);
-    v[k + 2] = exp_of(d, v[k + 2], z2);
-    v[k + 3] = exp_of(d, v[k + 3], z3);
-    sum.Add(v[k], z0, v[k + 1], z1, v[k + 2], z2, v[k + 3], z3);
+    const VF e0 = exp_of(d, v[k], z0);
+    const VF e1 = exp_of(d, v[k + 1], z1);
+    const VF e2 = exp_of(d, v[k + 2], z2);
+    const VF e3 = exp_of(d, v[k + 3], z3);
+    sum.Add(e0, z0, e1, z1, e2, z2, e3, z3);
+    if constexpr (!kLog) v[k] = e0, v[k + 1] = e1, v[k + 2] = e2, v[k + 3] = e3;
   }
   for (; k < kVectors; k += 2) {
     VF z0, z1;
-    v[k] = exp_of(d, v[k], z0);
+    const VF e0 = exp_of(d, v[k], z0);
+    if constexpr (!kLog) v[k] = e0;
     if (k + 1 < kVectors) {
-      v[k + 1] = exp_of(d, v[k + 1], z1);
-      sum.Add(v[k], z0, v[k + 1], z1);
+      const VF e1 = exp_of(d, v[k + 1], z1);
+      if constexpr (!kLog) v[k + 1] = e1;
+      sum.Add(e0, z0, e1, z1);
     } else {
-      sum.Add(v[k], z0);
+      sum.Add(e0, z0);
     }
   }
-  return sum.Result().below_max;
+  return sum.Result();
 }
 
 // The max of a row of at most kVectors vectors, or NaN where an element is NaN: a sum
@@ -569,7 +575,7 @@ HWY_INLINE void SoftmaxInRegistersT(const T* x, T* y, std::size_t n, float m, co
   constexpr bool kMarksMax = kVectors < kMaxRegisterVectors;
   const double sum = WithSoftmaxExp<T, kMarksMax>(m, inv, [&](const auto exp_of) SMAX_INLINE_LAMBDA {
     if (x_next != nullptr) m_next = MaxInRegisters<T, kVectors>(x_next, n);
-    return ExpsInRegisters<kVectors>(exp_of, v);
+    return ExpsInRegisters</*kLog=*/false, kVectors>(exp_of, v).below_max;
   });
   const VF scale = hn::Set(d, static_cast<float>(1.0 / sum));
   for (std::size_t k = 0; k < kVectors; ++k) {
@@ -577,6 +583,51 @@ HWY_INLINE void SoftmaxInRegistersT(const T* x, T* y, std::size_t n, float m, co
       StoreOrStreamF32</*kNotNaN=*/true>(d, hn::Mul(v[k], scale), y + k * N, stream);
     } else if (k == full && tail > 0) {
       StoreTailF32(d, hn::Mul(v[k], scale), y + k * N, tail);
+    }
+  }
+}
+
+
+// log(d) = log1p(d - 1) for d = at_max + below_max, rounded to float: Highway's
+// vector log1p on one lane, whose instructions overlap the next row's (glibc's
+// std::log1p took 22 ns a row on AMD Zen 4, a third of a row of 64 floats).
+HWY_INLINE float LogOfSum(std::int64_t at_max, double below_max) {
+  const hn::CappedTag<double, 1> d1;
+  const double d_minus_one = static_cast<double>(at_max - 1) + below_max;
+  return static_cast<float>(hn::GetLane(hn::Log1p(d1, hn::Set(d1, d_minus_one))));
+}
+
+// log_softmax of a row of at most kVectors vectors held in registers, whose max m
+// (finite) is known: the sum as RSumExpT<kCountAtMax>'s (WithSoftmaxExp's exps,
+// taken back to exp((x - m) / T) in double), log(d) = log1p(d - 1), and (x - m) / T -
+// log(d) as LogSoftmaxNormalizeT's. The next row's max as SoftmaxInRegistersT's.
+template <class T, std::size_t kVectors>
+HWY_INLINE void LogSoftmaxInRegistersT(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv,
+                                       bool stream, const T* x_next, float& m_next) {
+  const DF d;
+  const std::size_t N = hn::Lanes(d);
+  const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
+  VF v[kVectors];
+  const std::size_t full = n / N;
+  const std::size_t tail = n % N;
+  for (std::size_t k = 0; k < kVectors; ++k) {
+    v[k] = k < full ? LoadF32(d, x + k * N) : (k == full && tail > 0 ? LoadTailF32(d, x + k * N, tail, neg_inf) : neg_inf);
+  }
+  const ExpSum sum = WithSoftmaxExp<T, /*kMarksMax=*/true>(m, inv, [&](const auto exp_of) SMAX_INLINE_LAMBDA {
+    if (x_next != nullptr) m_next = MaxInRegisters<T, kVectors>(x_next, n);
+    ExpSum s = ExpsInRegisters</*kLog=*/true, kVectors>(exp_of, v);
+    s.below_max *= exp_of.below_max_correction;
+    return s;
+  });
+  const VF log_d = hn::Set(d, LogOfSum(sum.at_max, sum.below_max / SoftmaxExpScale<T>(m, inv)));
+  const ArgConsts c(d, m, inv);
+  for (std::size_t k = 0; k < kVectors; ++k) {
+    const VF x_minus_m = hn::Add(v[k], c.neg_m);
+    const VF out = hn::Sub(inv.unit ? x_minus_m : hn::Mul(x_minus_m, c.t.hi), log_d);
+    if (k < full) {
+      StoreOrStreamF32</*kNotNaN=*/true>(d, out, y + k * N, stream);
+    } else if (k == full && tail > 0) {
+      StoreTailF32(d, out, y + k * N, tail);
     }
   }
 }
@@ -601,7 +652,7 @@ HWY_INLINE bool RowsAligned(const T* y, std::ptrdiff_t y_row_stride) {
 // Rows one after another in one call: no dispatch or set-up per row, and the
 // out-of-order core overlaps one row's reductions with the next row's loads.
 // Streaming stores where asked for rows that are all aligned to the vector.
-template <class T, std::size_t kVectors>
+template <class T, std::size_t kVectors, bool kLog = false>
 std::size_t RowsInRegistersT(const T* x, std::ptrdiff_t x_row_stride, T* y, std::ptrdiff_t y_row_stride,
                              std::size_t rows, std::size_t n, const InverseTemperature& inv, Stores stores) {
   const bool stream = stores == Stores::streaming && RowsAligned(y, y_row_stride);
@@ -611,8 +662,12 @@ std::size_t RowsInRegistersT(const T* x, std::ptrdiff_t x_row_stride, T* y, std:
     if (!std::isfinite(m)) break;  // NaN, +inf, or an all -inf row: the general path's
     const T* xr = x + static_cast<std::ptrdiff_t>(r) * x_row_stride;
     const T* x_next = r + 1 < rows ? xr + x_row_stride : nullptr;
-    SoftmaxInRegistersT<T, kVectors>(xr, y + static_cast<std::ptrdiff_t>(r) * y_row_stride, n, m, inv, stream, x_next,
-                                     m);
+    T* yr = y + static_cast<std::ptrdiff_t>(r) * y_row_stride;
+    if constexpr (kLog) {
+      LogSoftmaxInRegistersT<T, kVectors>(xr, yr, n, m, inv, stream, x_next, m);
+    } else {
+      SoftmaxInRegistersT<T, kVectors>(xr, yr, n, m, inv, stream, x_next, m);
+    }
   }
   if (stream) hwy::FlushStream();
   return r;
@@ -771,9 +826,10 @@ std::size_t SoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, 
 
 // log_softmax of contiguous rows in one call (the general path's max, sum and write
 // passes took a dispatch and a finish per row: 82 ns a row of 10 floats): rows of
-// at most two vectors at unit temperature across lanes, others by the max, the sum
-// with the terms at the max counted apart (log(d) = log1p(d - 1) keeps a dominant
-// max's tiny rest), and (x - m) / T - log(d), the next row fetched meanwhile.
+// at most two vectors at unit temperature across lanes, rows of up to 16 vectors in
+// registers, others by the max, the sum with the terms at the max counted apart
+// (log(d) = log1p(d - 1) keeps a dominant max's tiny rest), and (x - m) / T - log(d),
+// the next row fetched meanwhile.
 template <class T>
 std::size_t LogSoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows, std::size_t n,
                            const InverseTemperature& inv, Stores stores) {
@@ -784,6 +840,11 @@ std::size_t LogSoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t y
       return ShortRowsAcrossLanes<LaneOp::log_softmax>(x, xs, y, ys, rows, n, stream);
     }
   }
+  const std::size_t N = hn::Lanes(DF());
+  if (n <= 2 * N) return RowsInRegistersT<T, 2, /*kLog=*/true>(x, xs, y, ys, rows, n, inv, stores);
+  if (n <= 4 * N) return RowsInRegistersT<T, 4, true>(x, xs, y, ys, rows, n, inv, stores);
+  if (n <= 8 * N) return RowsInRegistersT<T, 8, true>(x, xs, y, ys, rows, n, inv, stores);
+  if (n <= kMaxRegisterVectors * N) return RowsInRegistersT<T, kMaxRegisterVectors, true>(x, xs, y, ys, rows, n, inv, stores);
   const bool prefetch = n * sizeof(T) <= kPrefetchRowBytes;
   for (std::size_t r = 0; r < rows; ++r) {
     const T* xr = x + static_cast<std::ptrdiff_t>(r) * xs;
@@ -791,9 +852,8 @@ std::size_t LogSoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t y
     if (!std::isfinite(m)) return r;
     const Ahead<T> next{prefetch && r + 1 < rows ? xr + xs : nullptr, nullptr};
     const ExpSum sum = RSumExp(xr, n, m, inv, /*count_at_max=*/true, /*backward=*/false, next);
-    const double log_d = std::log1p(static_cast<double>(sum.at_max - 1) + sum.below_max);
-    LogSoftmaxNormalize(xr, y + static_cast<std::ptrdiff_t>(r) * ys, n, m, inv, static_cast<float>(log_d), false,
-                        stores);
+    LogSoftmaxNormalize(xr, y + static_cast<std::ptrdiff_t>(r) * ys, n, m, inv, LogOfSum(sum.at_max, sum.below_max),
+                        false, stores);
   }
   return rows;
 }
