@@ -858,6 +858,7 @@ std::size_t SoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, 
     }
   }
   if (n <= 2 * N) return RowsInRegistersT<T, 2>(x, xs, y, ys, rows, n, inv, stores);
+  if (n <= 3 * N) return RowsInRegistersT<T, 3>(x, xs, y, ys, rows, n, inv, stores);
   if (n <= 4 * N) return RowsInRegistersT<T, 4>(x, xs, y, ys, rows, n, inv, stores);
   if (n <= 8 * N) return RowsInRegistersT<T, 8>(x, xs, y, ys, rows, n, inv, stores);
   if (n <= kMaxRegisterVectors * N) {
@@ -890,6 +891,7 @@ std::size_t LogSoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t y
   }
   const std::size_t N = hn::Lanes(DF());
   if (n <= 2 * N) return LogRowsInRegistersT<T, 2>(x, xs, y, ys, rows, n, inv, stores);
+  if (n <= 3 * N) return LogRowsInRegistersT<T, 3>(x, xs, y, ys, rows, n, inv, stores);
   if (n <= 4 * N) return LogRowsInRegistersT<T, 4>(x, xs, y, ys, rows, n, inv, stores);
   if (n <= 8 * N) return LogRowsInRegistersT<T, 8>(x, xs, y, ys, rows, n, inv, stores);
   if (n <= kMaxRegisterVectors * N) {

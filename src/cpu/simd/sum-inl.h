@@ -96,13 +96,9 @@ class SumLanes {
     }
   }
 
-  HWY_INLINE std::int64_t LaneTotal(hn::Vec<DI> counts) const {
-    HWY_ALIGN std::int32_t lanes[kMaxVectorBytes / sizeof(std::int32_t)];
-    hn::Store(counts, di_, lanes);
-    std::int64_t total = 0;
-    for (std::size_t i = 0; i < hn::Lanes(di_); ++i) total += lanes[i];
-    return total;
-  }
+  // The lanes hold at most 2^16 each between folds (kBlocksPerCountFold), so their
+  // total fits the 32-bit lane sum.
+  HWY_INLINE std::int64_t LaneTotal(hn::Vec<DI> counts) const { return hn::GetLane(hn::SumOfLanes(di_, counts)); }
 
   HWY_INLINE void FoldCounts() {
     folded_count_ += LaneTotal(count_);
