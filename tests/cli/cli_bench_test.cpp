@@ -7,6 +7,7 @@
 #include <cmath>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -103,10 +104,10 @@ TEST_F(CliBench, JsonAndCsvHoldEveryMeasurement) {
 
   const std::vector<std::string> csv = lines_of(slurp(csv_path));
   ASSERT_EQ(csv.size(), results.size() + 1);
-  EXPECT_TRUE(csv[0].starts_with("workload,shape,axis,dtype,threads,impl,median_s,")) << csv[0];
+  EXPECT_TRUE(csv[0].starts_with("workload,op,shape,axis,dtype,threads,impl,median_s,")) << csv[0];
   EXPECT_NE(csv[0].find(",gbps,"), std::string::npos);
   EXPECT_NE(csv[0].find(",max_rel_err,"), std::string::npos);
-  for (std::size_t i = 1; i < csv.size(); ++i) EXPECT_TRUE(csv[i].starts_with("classify,256x1000,1,f32,1,")) << csv[i];
+  for (std::size_t i = 1; i < csv.size(); ++i) EXPECT_TRUE(csv[i].starts_with("classify,softmax,256x1000,1,f32,1,")) << csv[i];
 }
 
 TEST_F(CliBench, HalfPrecisionAndSkips) {
@@ -207,11 +208,40 @@ TEST_F(CliBench, ShapesGivenOnTheCommandLine) {
   EXPECT_NE(listed.out.find("16x16 f32"), std::string::npos) << listed.out;
 }
 
+// --op log-softmax times log_softmax beside softmax: every variant's output checked
+// against the log_softmax reference (all <= 0), the op named in the table, the JSON
+// and the CSV.
+TEST_F(CliBench, LogSoftmaxPointsAreCheckedAgainstTheirOwnReference) {
+  const std::string json_path = (dir / "ops.json").string();
+  const std::string csv_path = (dir / "ops.csv").string();
+  const RunResult result = bench({"--shape", "300x10,3x33,4x1000", "--axis", "-1", "--op", "log-softmax,softmax",
+                                  "--impl", "copy,smax", "--repeats", "1", "--memory", "0", "--threads", "1",
+                                  "--json", json_path, "--csv", csv_path});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("log-softmax 300x10"), std::string::npos) << result.out;
+  std::map<std::string, int> ops;
+  const Json json = Json::parse(slurp(json_path));
+  for (const Json& r : json.at("results").as_array()) {
+    const std::string op = r.at("op").as_string();
+    const std::string impl = r.at("impl").as_string();
+    SCOPED_TRACE(op + " " + impl);
+    ++ops[op];
+    EXPECT_TRUE(r.at("ok").as_bool());
+    if (impl != "copy" && impl != "copy-nt" && impl != "smax:naive") {
+      EXPECT_LT(r.at("max_rel_err").as_number(), 1e-6);
+    }
+  }
+  EXPECT_GT(ops["log_softmax"], 0);
+  EXPECT_EQ(ops["log_softmax"], ops["softmax"]);
+  EXPECT_EQ(ops.size(), 2u);
+  EXPECT_NE(slurp(csv_path).find("shape,log_softmax,300x10,1,f32,1,smax:auto,"), std::string::npos);
+}
+
 TEST_F(CliBench, HelpNamesTheWorkloads) {
   const RunResult result = run_cli({"bench", "--help"});
   ASSERT_EQ(result.exit_code, 0);
   for (const char* word : {"--workload", "sweep", "vocab", "attention", "classify", "long-row", "axis", "half",
-                           "--bytes", "--offset", "--json", "--plot", "--shape", "--dtype"}) {
+                           "--bytes", "--offset", "--json", "--plot", "--shape", "--dtype", "--op"}) {
     EXPECT_NE(result.out.find(word), std::string::npos) << word;
   }
 }
@@ -238,6 +268,9 @@ TEST_F(CliBench, MalformedCommandLines) {
       {{"--shape", "64x8,5", "--axis", "1"}, "--axis 1 is out of range for --shape 5 of rank 1 (valid: -1 to 0)"},
       {{"--shape", "64x8", "--dtype", "f8"}, "--dtype f8: unknown value"},
       {{"--axis", "0"}, "--axis applies to --shape, which is missing"},
+      {{"--op", "log-softmax"}, "--op applies to --shape, which is missing"},
+      {{"--shape", "64x8", "--op", "exp"}, "--op exp: unknown value"},
+      {{"--shape", "64x8", "--op", "logsumexp"}, "--op logsumexp: the bench times ops whose output has the input's"},
       {{"--shape", "64x8", "--offset", "2"}, "--offset 2: not a multiple of the 4-byte elements of f32"},
       {{"--frobnicate"}, "unknown option '--frobnicate'"},
       {{"extra"}, "unexpected extra argument 'extra'"},

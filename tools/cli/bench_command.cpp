@@ -28,10 +28,11 @@ namespace {
 
 using namespace bench;
 
-constexpr std::array<OptionSpec, 15> kBenchOptions{{{"workload", true},
+constexpr std::array<OptionSpec, 16> kBenchOptions{{{"workload", true},
                                                     {"shape", true},
                                                     {"axis", true},
                                                     {"dtype", true},
+                                                    {"op", true},
                                                     {"threads", true},
                                                     {"bytes", true},
                                                     {"repeats", true},
@@ -98,13 +99,14 @@ std::vector<std::string> workload_choice(const std::string& text) {
   return unique;
 }
 
-// --shape 4096x64,8x128256 with --axis and --dtype f32,bf16: every shape in every
-// dtype. A bench point needs data, so no extent may be 0; the axis must be in range
-// for every shape.
+// --shape 4096x64,8x128256 with --axis, --dtype f32,bf16 and --op
+// softmax,log-softmax: every shape in every dtype, for every op. A bench point needs
+// data, so no extent may be 0; the axis must be in range for every shape; logsumexp
+// writes no tensor of the input's shape, which the bench compares (and copies).
 std::vector<Point> shape_choice(const Arguments& arguments) {
   const auto text = arguments.value("shape");
   if (!text) {
-    for (const char* option : {"axis", "dtype"}) {
+    for (const char* option : {"axis", "dtype", "op"}) {
       if (arguments.has(option)) {
         throw UsageError("bench", std::string("--") + option + " applies to --shape, which is missing");
       }
@@ -135,7 +137,16 @@ std::vector<Point> shape_choice(const Arguments& arguments) {
     const DType dtype = dtype_choice("bench", name);
     if (std::find(dtypes.begin(), dtypes.end(), dtype) == dtypes.end()) dtypes.push_back(dtype);
   }
-  return shape_points(shapes, axis, dtypes);
+  std::vector<Op> ops;
+  for (const std::string& name : split(arguments.value("op").value_or("softmax"))) {
+    const Op op = op_choice("bench", name);
+    if (op == Op::logsumexp) {
+      throw UsageError("bench", "--op logsumexp: the bench times ops whose output has the input's shape "
+                                "(softmax, log-softmax)");
+    }
+    if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
+  }
+  return shape_points(shapes, axis, dtypes, ops);
 }
 
 std::vector<int> threads_choice(const std::string& text) {

@@ -93,7 +93,7 @@ Implementation smax_implementation(const Variant& variant) {
             options.threads = threads;
             // The plan says what `auto` picks and how many threads a call really
             // uses (smax splits rows, not one row, over threads).
-            const PlanInfo plan = smax::plan(Op::softmax, point.shape, point.dtype, options);
+            const PlanInfo plan = smax::plan(point.op, point.shape, point.dtype, options);
             std::string note = std::string(to_string(plan.algorithm));
             if (plan.algorithm == Algorithm::tiled || plan.algorithm == Algorithm::online) {
               note += plan.pass_order == PassOrder::forward ? " forward" : " reverse";
@@ -101,8 +101,13 @@ Implementation smax_implementation(const Variant& variant) {
             note += ", " + std::to_string(plan.threads) + " thread(s)";
             if (plan.stores == Stores::streaming) note += ", streaming";
             Kernel kernel = [point, options](const void* x, void* y) {
-              smax::softmax(TensorView(x, point.dtype, point.shape), MutableTensorView(y, point.dtype, point.shape),
-                            options);
+              const TensorView in(x, point.dtype, point.shape);
+              const MutableTensorView out(y, point.dtype, point.shape);
+              if (point.op == Op::log_softmax) {
+                smax::log_softmax(in, out, options);
+              } else {
+                smax::softmax(in, out, options);
+              }
             };
             return Prepared{kernel, note};
           }};

@@ -1,5 +1,6 @@
 // oneDNN's softmax (Debian libdnnl-dev 2.6): softmax_v2_forward with
-// softmax_accurate, plain row-major layout, forward inference.
+// softmax_accurate (softmax_log for log_softmax), plain row-major layout, forward
+// inference.
 #include "bench_impls.hpp"
 
 #if SMAX_BENCH_ONEDNN
@@ -45,7 +46,7 @@ struct Softmax {
 
 Prepared prepare(const Point& point, int threads) {
   const auto data_type = data_type_of(point.dtype);
-  if (!data_type) return {{}, "oneDNN has no f64 softmax"};
+  if (!data_type) return {{}, "oneDNN has no f64 softmax or log-softmax"};
   // oneDNN's OpenMP build sizes its parallel regions by omp_get_max_threads(),
   // both when it plans the work (here) and when it runs (in the kernel).
   omp_set_num_threads(threads);
@@ -61,14 +62,15 @@ Prepared prepare(const Point& point, int threads) {
   auto softmax = std::make_shared<Softmax>();
   std::string implementation;
   try {
-    const dnnl::softmax_v2_forward::desc desc(dnnl::prop_kind::forward_inference,
-                                              dnnl::algorithm::softmax_accurate, md, md, point.axis);
+    const auto algorithm =
+        point.op == Op::log_softmax ? dnnl::algorithm::softmax_log : dnnl::algorithm::softmax_accurate;
+    const dnnl::softmax_v2_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm, md, md, point.axis);
     const dnnl::softmax_v2_forward::primitive_desc pd(desc, rt.engine);
     implementation = pd.impl_info_str();
     softmax->primitive = dnnl::softmax_v2_forward(pd);
   } catch (const dnnl::error& e) {
-    return {{}, "oneDNN " + std::string(to_string(point.dtype)) + " softmax not available on this CPU (" +
-                    e.what() + ")"};
+    return {{}, "oneDNN " + std::string(to_string(point.dtype)) + " " + std::string(to_string(point.op)) +
+                    " not available on this CPU (" + e.what() + ")"};
   }
   softmax->src = dnnl::memory(md, rt.engine, DNNL_MEMORY_NONE);
   softmax->dst = dnnl::memory(md, rt.engine, DNNL_MEMORY_NONE);

@@ -1,5 +1,5 @@
-// PyTorch's softmax in smax bench, through the module bench_pytorch_module.cpp
-// builds where CMake found libtorch. The module is opened here, at run time, and
+// PyTorch's softmax and log_softmax in smax bench, through the module
+// bench_pytorch_module.cpp builds where CMake found libtorch. The module is opened here, at run time, and
 // only when the bench asks for the libraries: a libtorch that cannot be loaded
 // (a missing CUDA runtime library, say) leaves PyTorch out with the loader's
 // reason instead of stopping the tool from starting.
@@ -49,8 +49,10 @@ const Loaded& loaded() {
 
 Prepared prepare(const Point& point, int threads) {
   try {
-    return {loaded().module->prepare(point.shape, point.axis, point.dtype, threads),
-            "at::_softmax_out, " + std::to_string(threads) + " thread(s)"};
+    const bool log = point.op == Op::log_softmax;
+    return {loaded().module->prepare(point.shape, point.axis, point.dtype, log, threads),
+            std::string(log ? "at::_log_softmax_out, " : "at::_softmax_out, ") + std::to_string(threads) +
+                " thread(s)"};
   } catch (const std::exception& e) {
     return {{}, std::string("PyTorch: ") + e.what()};
   }

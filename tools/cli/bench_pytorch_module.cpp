@@ -1,5 +1,5 @@
-// PyTorch's CPU softmax, as a PyTorch user calls it on tensors they already hold:
-// at::_softmax_out over tensors that wrap the bench's buffers (no copy), on
+// PyTorch's CPU softmax and log_softmax, as a PyTorch user calls them on tensors
+// they already hold: at::_softmax_out (at::_log_softmax_out) over tensors that wrap the bench's buffers (no copy), on
 // at::set_num_threads(threads) intra-op threads. Built only where CMake found
 // libtorch; opened by bench_pytorch.cpp.
 #include <ATen/ATen.h>
@@ -34,7 +34,7 @@ std::string version() {
          std::to_string(TORCH_VERSION_PATCH);
 }
 
-Kernel prepare(std::span<const std::int64_t> shape, int axis, DType dtype, int threads) {
+Kernel prepare(std::span<const std::int64_t> shape, int axis, DType dtype, bool log, int threads) {
   const std::vector<std::int64_t> sizes(shape.begin(), shape.end());
   const auto options = at::TensorOptions().dtype(scalar_type(dtype)).device(at::kCPU);
   // The tensors wrapping each input the bench rotates through (and its output),
@@ -45,7 +45,7 @@ Kernel prepare(std::span<const std::int64_t> shape, int axis, DType dtype, int t
   };
   auto wrapped = std::make_shared<std::unordered_map<const void*, Wrapped>>();
   at::set_num_threads(threads);
-  return [sizes, options, axis, threads, wrapped](const void* x, void* y) {
+  return [sizes, options, axis, log, threads, wrapped](const void* x, void* y) {
     // The bench's other OpenMP users set the same runtime's thread count.
     if (at::get_num_threads() != threads) at::set_num_threads(threads);
     auto it = wrapped->find(x);
@@ -53,7 +53,11 @@ Kernel prepare(std::span<const std::int64_t> shape, int axis, DType dtype, int t
       Wrapped w{y, at::from_blob(const_cast<void*>(x), sizes, options), at::from_blob(y, sizes, options)};
       it = wrapped->insert_or_assign(x, std::move(w)).first;
     }
-    at::_softmax_out(it->second.y_tensor, it->second.x_tensor, axis, /*half_to_float=*/false);
+    if (log) {
+      at::_log_softmax_out(it->second.y_tensor, it->second.x_tensor, axis, /*half_to_float=*/false);
+    } else {
+      at::_softmax_out(it->second.y_tensor, it->second.x_tensor, axis, /*half_to_float=*/false);
+    }
   };
 }
 

@@ -16,9 +16,9 @@ namespace smax::cli::bench {
 
 struct PytorchModule {
   std::string (*version)();  // "2.15.0"
-  // Softmax along `axis` of a C-order tensor of `shape`, on `threads` intra-op
-  // threads. Throws std::runtime_error where PyTorch cannot run it.
-  Kernel (*prepare)(std::span<const std::int64_t> shape, int axis, DType dtype, int threads);
+  // Softmax (or log_softmax, `log`) along `axis` of a C-order tensor of `shape`, on
+  // `threads` intra-op threads. Throws std::runtime_error where PyTorch cannot run it.
+  Kernel (*prepare)(std::span<const std::int64_t> shape, int axis, DType dtype, bool log, int threads);
 };
 
 // The module's one exported symbol: extern "C" const PytorchModule* NAME().

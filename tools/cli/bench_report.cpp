@@ -221,7 +221,7 @@ void print_header(std::ostream& out, const RunInfo& info) {
   for (const LibraryStatus& library : info.libraries) {
     libraries.push_back(library.name + (library.available ? " " + library.version : ": " + library.reason));
   }
-  out << "smax bench " << version() << ": softmax, GB/s = (input + output bytes) / median time\n"
+  out << "smax bench " << version() << ": softmax (or --op), GB/s = (input + output bytes) / median time\n"
       << "machine    " << m.cpu_model << ", " << m.architecture << ", " << m.threads << " threads; L1d "
       << mib(static_cast<std::size_t>(m.l1d_bytes)) << ", L2 " << mib(static_cast<std::size_t>(m.l2_bytes))
       << ", L3 " << mib(static_cast<std::size_t>(m.l3_bytes)) << '\n'
@@ -236,8 +236,9 @@ void print_header(std::ostream& out, const RunInfo& info) {
       << "data       " << data_text(info) << '\n'
       << "           every tensor starts " << info.offset << " bytes past a page (--offset)"
       << (info.offset == 0 ? "" : "; NumPy and malloc put large blocks 16 past one") << '\n'
-      << "check      outputs NaN-filled before every run, then checked: finite, >= 0, and within the dtype's\n"
-      << "           tolerance of a long double reference on sampled rows; a failure is marked '!'\n\n";
+      << "check      outputs NaN-filled before every run, then checked: finite, >= 0 (log-softmax: <= 0),\n"
+      << "           and within the dtype's tolerance of a long double reference on sampled rows; a failure is\n"
+      << "           marked '!'\n\n";
 }
 
 void print_workload(std::ostream& out, const std::string& workload, const RunInfo& info,
@@ -362,7 +363,8 @@ void write_json(const std::filesystem::path& path, const RunInfo& info, const st
   for (const Result& r : results) {
     if (r.skipped) continue;
     out << (first ? "\n" : ",\n") << "    {\"workload\": " << json_string(r.point.workload)
-        << ", \"shape\": " << json_shape(r.point.shape) << ", \"axis\": " << r.point.axis
+        << ", \"op\": " << json_string(std::string(to_string(r.point.op))) << ", \"shape\": "
+        << json_shape(r.point.shape) << ", \"axis\": " << r.point.axis
         << ", \"dtype\": " << json_string(std::string(to_string(r.point.dtype))) << ", \"threads\": " << r.threads
         << ", \"impl\": " << json_string(r.impl) << ", \"median_s\": " << json_number(r.measurement.median_s)
         << ", \"min_s\": " << json_number(r.measurement.min_s) << ", \"repeats\": " << r.measurement.repeats
@@ -381,7 +383,8 @@ void write_json(const std::filesystem::path& path, const RunInfo& info, const st
   for (const Result& r : results) {
     if (!r.skipped) continue;
     out << (first ? "\n" : ",\n") << "    {\"workload\": " << json_string(r.point.workload)
-        << ", \"shape\": " << json_shape(r.point.shape) << ", \"axis\": " << r.point.axis
+        << ", \"op\": " << json_string(std::string(to_string(r.point.op))) << ", \"shape\": "
+        << json_shape(r.point.shape) << ", \"axis\": " << r.point.axis
         << ", \"dtype\": " << json_string(std::string(to_string(r.point.dtype))) << ", \"threads\": " << r.threads
         << ", \"impl\": " << json_string(r.impl) << ", \"reason\": " << json_string(r.note) << "}";
     first = false;
@@ -394,7 +397,7 @@ void write_json(const std::filesystem::path& path, const RunInfo& info, const st
 void write_csv(const std::filesystem::path& path, const std::vector<Result>& results) {
   std::ofstream out(path);
   check_stream(out, path);
-  out << "workload,shape,axis,dtype,threads,impl,median_s,min_s,repeats,bytes,gbps,copy_fraction,"
+  out << "workload,op,shape,axis,dtype,threads,impl,median_s,min_s,repeats,bytes,gbps,copy_fraction,"
          "best_library_ratio,max_rel_err,data,ok,note\n";
   auto number = [](double value) { return std::isfinite(value) ? printf_text("%.9g", value) : std::string(); };
   auto quoted = [](const std::string& text) {
@@ -404,7 +407,8 @@ void write_csv(const std::filesystem::path& path, const std::vector<Result>& res
   };
   for (const Result& r : results) {
     if (r.skipped) continue;
-    out << r.point.workload << ',' << shape_text(r.point.shape) << ',' << r.point.axis << ','
+    out << r.point.workload << ',' << to_string(r.point.op) << ',' << shape_text(r.point.shape) << ','
+        << r.point.axis << ','
         << to_string(r.point.dtype) << ',' << r.threads << ',' << r.impl << ',' << number(r.measurement.median_s) << ','
         << number(r.measurement.min_s) << ',' << r.measurement.repeats << ',' << r.point.moved_bytes() << ','
         << number(r.gbps) << ',' << number(r.copy_fraction) << ',' << number(r.best_library_ratio) << ','

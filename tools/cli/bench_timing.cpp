@@ -42,27 +42,26 @@ long double smallest_normal(DType dtype) {
 
 // The index of the first output that is NaN, infinite or negative; -1 if none.
 template <class T>
-std::int64_t first_bad(const std::byte* data, std::int64_t n) {
+std::int64_t first_bad(const std::byte* data, std::int64_t n, long double sign) {
   const T* y = reinterpret_cast<const T*>(data);
   for (std::int64_t i = 0; i < n; ++i) {
-    float v;
-    if constexpr (std::is_same_v<T, float>) v = y[i];
+    long double v;
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) v = y[i];
     else v = to_float(y[i]);
-    if (!(v >= 0.0f) || std::isinf(v)) return i;
+    if (!(sign * v >= 0) || std::isinf(v)) return i;
   }
   return -1;
 }
 
-std::int64_t first_bad(const std::byte* y, DType dtype, std::int64_t n) {
+// The first output that is NaN, infinite or of the wrong sign (softmax >= 0,
+// log_softmax <= 0), or -1.
+std::int64_t first_bad(const std::byte* y, DType dtype, std::int64_t n, Op op) {
+  const long double sign = op == Op::log_softmax ? -1 : 1;
   switch (dtype) {
-    case DType::f32: return first_bad<float>(y, n);
-    case DType::f16: return first_bad<half>(y, n);
-    case DType::bf16: return first_bad<bfloat16>(y, n);
-    case DType::f64: break;
-  }
-  const double* values = reinterpret_cast<const double*>(y);
-  for (std::int64_t i = 0; i < n; ++i) {
-    if (!(values[i] >= 0.0) || std::isinf(values[i])) return i;
+    case DType::f32: return first_bad<float>(y, n, sign);
+    case DType::f16: return first_bad<half>(y, n, sign);
+    case DType::bf16: return first_bad<bfloat16>(y, n, sign);
+    case DType::f64: return first_bad<double>(y, n, sign);
   }
   return -1;
 }
@@ -176,7 +175,7 @@ Checker::Checker(const Point& point, const std::byte* x) : point_(point) {
   reference_.resize(rows_.size() * row.size());
   for (std::size_t s = 0; s < rows_.size(); ++s) {
     for (std::int64_t k = 0; k < length; ++k) row[static_cast<std::size_t>(k)] = load(x, point.dtype, index.at(rows_[s], k));
-    reference::row(Op::softmax, row, std::span<long double>(reference_).subspan(s * row.size(), row.size()));
+    reference::row(point.op, row, std::span<long double>(reference_).subspan(s * row.size(), row.size()));
   }
 }
 
@@ -190,14 +189,15 @@ double Checker::tolerance(DType dtype) {
   return 0;
 }
 
-Checker::Result Checker::softmax(const std::byte* y) const {
+Checker::Result Checker::output(const std::byte* y) const {
   Result result;
   const std::int64_t n = point_.numel();
-  if (const std::int64_t bad = first_bad(y, point_.dtype, n); bad >= 0) {
+  if (const std::int64_t bad = first_bad(y, point_.dtype, n, point_.op); bad >= 0) {
     const long double v = load(y, point_.dtype, bad);
     result.problem = "output[" + std::to_string(bad) + "] is " +
-                     (std::isnan(v) ? std::string("NaN") : std::to_string(static_cast<double>(v))) +
-                     ", but a softmax of finite inputs is finite and >= 0";
+                     (std::isnan(v) ? std::string("NaN") : std::to_string(static_cast<double>(v))) + ", but a " +
+                     std::string(to_string(point_.op)) + " of finite inputs is finite and " +
+                     (point_.op == Op::log_softmax ? "<= 0" : ">= 0");
     result.max_rel_err = NAN;
     return result;
   }
@@ -207,8 +207,8 @@ Checker::Result Checker::softmax(const std::byte* y) const {
   for (std::size_t s = 0; s < rows_.size(); ++s) {
     for (std::int64_t k = 0; k < index.length; ++k) {
       const long double want = reference_[s * static_cast<std::size_t>(index.length) + static_cast<std::size_t>(k)];
-      if (want < tiny) continue;
-      worst = std::max(worst, std::fabs(load(y, point_.dtype, index.at(rows_[s], k)) - want) / want);
+      if (std::fabs(want) < tiny) continue;
+      worst = std::max(worst, std::fabs((load(y, point_.dtype, index.at(rows_[s], k)) - want) / want));
     }
   }
   result.max_rel_err = static_cast<double>(worst);
@@ -269,7 +269,7 @@ Measurement measure(const Kernel& kernel, bool is_copy, int repeats, Workspace& 
     } else {
       seconds.push_back(elapsed / m.calls);
     }
-    const Checker::Result check = is_copy ? checker.copy(set.x, set.y) : checker.softmax(set.y);
+    const Checker::Result check = is_copy ? checker.copy(set.x, set.y) : checker.output(set.y);
     if (!is_copy) m.max_rel_err = std::isnan(check.max_rel_err) ? NAN : std::max(m.max_rel_err, check.max_rel_err);
     // Poison right after the check rather than right before the next use of this
     // set: the NaNs then leave the cache with the rest of the set, and the next run

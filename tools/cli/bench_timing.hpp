@@ -74,7 +74,8 @@ class Workspace {
   std::byte* set_at(std::size_t s) const { return base_ + offset_ + s * set_stride_; }  // its x
 };
 
-// The check of a run's output: every element finite and >= 0, and the largest
+// The check of a run's output: every element finite and >= 0 (<= 0 for
+// log_softmax), and the largest
 // relative error against the long double reference (smax::reference::row) on a
 // sample of rows, computed once per point.
 class Checker {
@@ -85,7 +86,7 @@ class Checker {
     double max_rel_err = 0;  // over sampled outputs whose reference is a normal number
     std::string problem;     // empty when the output passes
   };
-  Result softmax(const std::byte* y) const;
+  Result output(const std::byte* y) const;  // y must be the point's op (softmax, log_softmax) of x
   Result copy(const std::byte* x, const std::byte* y) const;  // y must equal x bit for bit
 
   // Above this relative error the result is wrong, not merely imprecise (the
@@ -96,7 +97,7 @@ class Checker {
  private:
   Point point_;
   std::vector<std::int64_t> rows_;            // the sampled rows
-  std::vector<long double> reference_;        // their softmax, row after row
+  std::vector<long double> reference_;        // their outputs, row after row
 };
 
 struct Measurement {

@@ -5,6 +5,8 @@
 #include <functional>
 #include <numeric>
 
+#include "choices.hpp"
+
 namespace smax::cli::bench {
 namespace {
 
@@ -120,13 +122,13 @@ std::string Point::label() const {
     text += std::to_string(shape[i]);
     if (marked) text += ']';
   }
-  return text;
+  return op == Op::softmax ? text : op_command_name(op) + " " + text;
 }
 
 std::span<const WorkloadInfo> workloads() { return kWorkloads; }
 
 std::string_view workload_summary(std::string_view name) {
-  if (name == kShapeWorkload) return "the shapes given by --shape, along --axis, in each --dtype";
+  if (name == kShapeWorkload) return "the shapes given by --shape, along --axis, in each --dtype, for each --op";
   for (const WorkloadInfo& w : kWorkloads) {
     if (w.name == name) return w.summary;
   }
@@ -134,12 +136,16 @@ std::string_view workload_summary(std::string_view name) {
 }
 
 std::vector<Point> shape_points(std::span<const std::vector<std::int64_t>> shapes, int axis,
-                                std::span<const DType> dtypes) {
+                                std::span<const DType> dtypes, std::span<const Op> ops) {
   std::vector<Point> points;
-  for (const std::vector<std::int64_t>& shape : shapes) {
-    const int rank = static_cast<int>(shape.size());
-    const int normalized = axis < 0 ? axis + rank : axis;
-    for (const DType dtype : dtypes) points.push_back(Point{std::string(kShapeWorkload), shape, normalized, dtype});
+  for (const Op op : ops) {
+    for (const std::vector<std::int64_t>& shape : shapes) {
+      const int rank = static_cast<int>(shape.size());
+      const int normalized = axis < 0 ? axis + rank : axis;
+      for (const DType dtype : dtypes) {
+        points.push_back(Point{std::string(kShapeWorkload), shape, normalized, dtype, op});
+      }
+    }
   }
   return points;
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "smax/dtype.hpp"
+#include "smax/info.hpp"
 
 namespace smax::cli::bench {
 
@@ -19,6 +20,7 @@ struct Point {
   std::vector<std::int64_t> shape;
   int axis = 0;  // in [0, rank): the workloads never use negative axes
   DType dtype = DType::f32;
+  Op op = Op::softmax;  // softmax or log_softmax (--shape with --op)
 
   std::int64_t numel() const;
   std::int64_t length() const;  // extent of the softmax axis
@@ -27,7 +29,8 @@ struct Point {
   // Bytes a call moves: the input read once and the output written once.
   std::size_t moved_bytes() const { return 2 * tensor_bytes(); }
   // Extents joined by 'x', with the softmax axis in brackets when it is not the
-  // last one: "64x4096", "32x[81]x8732".
+  // last one, after the op where it is not softmax: "64x4096", "32x[81]x8732",
+  // "log-softmax 4096x64".
   std::string label() const;
 };
 
@@ -44,10 +47,10 @@ std::span<const WorkloadInfo> workloads();
 std::string_view workload_summary(std::string_view name);
 
 // The workload of the points given on the command line: each --shape in each
-// --dtype, along --axis.
+// --dtype, along --axis, for each --op.
 inline constexpr std::string_view kShapeWorkload = "shape";
 std::vector<Point> shape_points(std::span<const std::vector<std::int64_t>> shapes, int axis,
-                                std::span<const DType> dtypes);
+                                std::span<const DType> dtypes, std::span<const Op> ops);
 
 // The points of the named workloads (known names, in the order given).
 // `bytes_per_point` is what a call should move (input + output) in the workloads

@@ -39,6 +39,7 @@ void check(xnn_status status, const char* call) {
 }
 
 Prepared prepare(const Point& point, int threads) {
+  if (point.op != Op::softmax) return {{}, "XNNPACK has no log-softmax"};
   if (point.dtype != DType::f32) return {{}, "XNNPACK (2022) has softmax for f32 only"};
   if (point.axis != static_cast<int>(point.shape.size()) - 1) {
     return {{}, "XNNPACK's softmax_nc normalises contiguous rows (the last axis) only"};

@@ -167,6 +167,7 @@ sizes, at several times the time. --shape times your own tensors instead (in a
 table of their own, 'shape'; with --workload, after those workloads), e.g.
   smax bench --shape 4096x64,8x128256 --dtype f32,bf16 --threads 1
   smax bench --shape 8x256x56x56 --axis 1 --impl copy-nt,smax:auto,pytorch
+  smax bench --shape 16384x10,4096x64 --op log-softmax --threads 1 --memory 0
 
 Method: one warm-up run, then the median of --repeats runs (at least 3, and
 fewer than --repeats only for calls over 0.5 s / --repeats). Inputs are fresh
@@ -175,9 +176,10 @@ copied into as many sets as fit in --memory, up to twice the last-level cache,
 and runs take the sets in turn: where the sets exceed the cache, the point is
 measured from DRAM ('dram' in the table), else from cache ('cache'). Outputs are
 NaN-filled before every run and checked after it: every element finite and
->= 0, and within the dtype's tolerance of the reference on sampled rows. A
-failure is marked '!' and makes the exit status 1 (but naive's: the textbook
-formula's plain float sum is off the reference on rows of millions).
+>= 0 (<= 0 for log-softmax), and within the dtype's tolerance of the reference
+on sampled rows. A failure is marked '!' and makes the exit status 1 (but
+naive's: the textbook formula's plain float sum is off the reference on rows of
+millions).
 
 Options:
   --workload LIST    workloads to run (default sweep,vocab,attention,classify)
@@ -187,6 +189,9 @@ Options:
                      the end (default -1)
   --dtype LIST       --shape's element types: f32, f64, f16, bf16, comma-separated
                      (default f32)
+  --op LIST          --shape's operations: softmax, log-softmax, comma-separated
+                     (default softmax; oneDNN and PyTorch run theirs, XNNPACK
+                     has no log-softmax)
   --threads LIST     thread counts, e.g. 1,2 or 1,all (default 1,all)
   --bytes SIZE       bytes (input + output) per point of sweep, attention and
                      half's sweep points; K, M, G are binary units (default 16M)
