@@ -4,7 +4,7 @@
 // holds still. Prints, per shape, each build's median and least ns an element over
 // the rounds and the median of the rounds' ratios A / B (above 1: B is faster).
 //
-//   ab_compare A.so B.so [op=log|sb|lsb|ce|cei] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] [ob=BYTES] [axis=0] [in=hot] [then=read] f:ROWSxCOLS b:BATCHxROWSxCOLS ...
+//   ab_compare A.so B.so [op=log|sb|lsb|ce|cei] [T=TEMPERATURE] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] [ob=BYTES] [axis=0] [in=hot] [then=read] f:ROWSxCOLS b:BATCHxROWSxCOLS ...
 //
 // f: f32, b: bf16 (normal(0, 3) inputs). op: softmax (the default), log_softmax,
 // cross-entropy with its gradient (ce: mean over class-index targets, the class axis
@@ -128,11 +128,12 @@ std::vector<Buffer> copies(std::size_t count, const std::vector<unsigned char>& 
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: %s A.so B.so [op=log|sb|lsb|ce|cei] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] [ob=BYTES] [axis=0] [in=hot] [then=read] f:ROWSxCOLS b:BATCHxROWSxCOLS ...\n", argv[0]);
+    std::fprintf(stderr, "usage: %s A.so B.so [op=log|sb|lsb|ce|cei] [T=TEMPERATURE] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] [ob=BYTES] [axis=0] [in=hot] [then=read] f:ROWSxCOLS b:BATCHxROWSxCOLS ...\n", argv[0]);
     return 2;
   }
   std::string entry = "smax_ab_softmax", forward = "smax_ab_softmax";
   int threads = 1, rounds = 15, axis = -1;
+  double temperature = 1.0;
   bool hot_inputs = false, then_read = false;
   long mebibytes = 0;
   std::size_t offset = 0;
@@ -157,6 +158,8 @@ int main(int argc, char** argv) {
       then_read = true;
     } else if (s == "axis=0") {
       axis = 0;
+    } else if (s.rfind("T=", 0) == 0) {
+      temperature = std::atof(s.c_str() + 2);
     } else if (s.rfind("t=", 0) == 0) {
       threads = std::atoi(s.c_str() + 2);
     } else if (s.rfind("m=", 0) == 0) {
@@ -183,6 +186,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s: %s\n", argv[1 + k], dlerror());
       return 1;
     }
+    using SetTemperature = void (*)(double);
+    if (auto set = reinterpret_cast<SetTemperature>(dlsym(lib, "smax_ab_set_temperature"))) set(temperature);
   }
   for (const std::string& s : shapes) {
     const auto colon = s.find(':');

@@ -8,6 +8,8 @@
 
 namespace {
 
+double temperature = 1.0;  // smax_ab_set_temperature
+
 // op(x, y, options) on a batch x rows x cols tensor of f32, or of bf16 where `bf16`:
 // along its last axis, or down its rows where `axis` is 0 (a non-last axis).
 template <class Op>
@@ -16,10 +18,14 @@ void run(Op op, int bf16, const void* x, void* y, long batch, long rows, long co
   smax::Options o;
   o.threads = threads;
   o.axis = axis == 0 ? 1 : -1;
+  o.temperature = temperature;
   op(smax::TensorView(x, dtype, {batch, rows, cols}), smax::MutableTensorView(y, dtype, {batch, rows, cols}), o);
 }
 
 }  // namespace
+
+// The temperature of the forward entries that follow (1 until set).
+extern "C" __attribute__((visibility("default"))) void smax_ab_set_temperature(double t) { temperature = t; }
 
 #define SMAX_AB_ENTRY(name, op)                                                                              \
   extern "C" __attribute__((visibility("default"))) void name(int bf16, const void* x, void* y, long batch, \

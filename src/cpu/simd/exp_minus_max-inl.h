@@ -22,9 +22,10 @@
 // Domain: ln2_hi has 9 significant bits, so (n + k) * ln2_hi is exact for |n + k| <
 // 2^15: RowShift::fits asks |m| <= 16384, which covers every x within 104 of the max
 // (those further below give 0, whatever their size, -inf included). Results below
-// FLT_MIN (s < kExpCutoff) flush to 0, as exp-inl.h's do. Unit temperature only:
-// with 1/T the kernels take the general path. Targets with FMA only: without it,
-// (n + k) * ln2_lo rounds, by far more than 2^-26 when k is large.
+// FLT_MIN (s < kExpCutoff) flush to 0, as exp-inl.h's do. At T != 1 the row kernels
+// pass x / T as a float and its rest, x_lo, and the max in the same units (m rounded,
+// and exact in double for the split): x_lo joins r through delta. Targets with FMA
+// only: without it, (n + k) * ln2_lo rounds, by far more than 2^-26 when k is large.
 //
 // The first part (once per translation unit) splits a row's max; the second is
 // compiled once per Highway target (the -inl.h convention).
@@ -51,13 +52,15 @@ struct MaxSplit {
   // Whether a row with this (finite) max can take exp_minus_max-inl.h's exp.
   static bool fits(float m) { return std::abs(m) <= 16384.0f; }
 
-  static MaxSplit of(float m) {
+  // `exact`: the max the exps are taken against, where m is only its float rounding
+  // (a scaled max, hi m + lo m for 1/T = hi + lo); by default m itself.
+  static MaxSplit of(float m, double exact) {
     MaxSplit s;
     s.m = m;
     s.k = std::nearbyint(static_cast<float>(static_cast<double>(m) * 1.4426950408889634));
     // k * (hi + lo) has at most 15 + 33 bits, and m lies within ln2 of it: exact.
     const double c = static_cast<double>(s.k) * (static_cast<double>(kRowLn2Hi) + static_cast<double>(kRowLn2Lo));
-    const double delta = static_cast<double>(m) - c;
+    const double delta = exact - c;
     s.delta = static_cast<float>(delta);
     // exp(e) for |e| <= 2^-26 (delta's rounding): 1 + e + e^2 / 2 is exact to double's
     // rounding, without a libm call per row.
@@ -65,6 +68,7 @@ struct MaxSplit {
     s.below_max_correction = 1.0 + (e + 0.5 * e * e);
     return s;
   }
+  static MaxSplit of(float m) { return of(m, m); }
 };
 
 // A row's max as m = k * (kRowLn2Hi + kRowLn2Lo) / 32 + delta, for ExpMinusMaxTable.
@@ -90,7 +94,8 @@ struct TableSplit {
     return static_cast<float>(static_cast<double>(m) - k * static_cast<double>(kLn2Float) / 32);
   }
 
-  static TableSplit of(float m) {
+  static TableSplit of(float m) { return of(m, m); }
+  static TableSplit of(float m, double exact) {  // `exact` as MaxSplit::of's
     TableSplit s;
     s.m = m;
     const double k = std::nearbyint(static_cast<double>(m) * (32 * 1.4426950408889634));
@@ -101,7 +106,7 @@ struct TableSplit {
     s.shift_a = kRoundingShift32 - static_cast<float>(a);
     // k * (hi + lo) / 32 has at most 15 + 33 bits, and m lies within ln2 / 64 of it.
     const double c = k * (static_cast<double>(kRowLn2Hi) + static_cast<double>(kRowLn2Lo)) / 32;
-    const double delta = static_cast<double>(m) - c;
+    const double delta = exact - c;
     s.delta = static_cast<float>(delta);
     const double e = static_cast<double>(s.delta) - delta;
     s.below_max_correction = 1.0 + (e + 0.5 * e * e);
@@ -126,10 +131,10 @@ struct DirectTableSplit {
   float threshold = 0;    // x below it gives 0 (just above m + the cutoff)
   bool exact_at_max = false;
 
-  static DirectTableSplit of(float m, float cutoff) {
+  static DirectTableSplit of(float m, float cutoff, double exact) {  // `exact` as MaxSplit::of's
     constexpr double kLog2e = 1.44269502162933349609375;  // the float the kernels multiply by
     DirectTableSplit s;
-    s.table = TableSplit::of(m);
+    s.table = TableSplit::of(m, exact);
     const double shift_b = s.table.shift_b;
     const double product = static_cast<double>(m) * kLog2e;  // exact: 24 by 24 bits
     s.rounding = static_cast<float>(shift_b - product);
@@ -205,23 +210,25 @@ template <ExpRange kRange>
 inline constexpr float kRangeCutoff = kRange == ExpRange::flush ? kExpCutoff : -104.0f;
 
 // The reduction: s = x - m (rounded: 0 exactly at the max), t = n + kRoundingShift,
-// n + k, and returns r.
+// n + k, and returns r (delta: c.delta, or less the rest of x, ExpMinusMax's x_lo).
 template <class D, class V = hn::Vec<D>>
-HWY_INLINE V ReducedMinusMax(D d, const MaxSplitLanes<D>& c, V x, V& s, V& t, V& n_plus_k) {
+HWY_INLINE V ReducedMinusMax(D d, const MaxSplitLanes<D>& c, V x, V delta, V& s, V& t, V& n_plus_k) {
   s = hn::Sub(x, c.m);
   t = hn::MulAdd(s, hn::Set(d, 1.44269502162933349609375f), hn::Set(d, kRoundingShift));  // log2(e)
   n_plus_k = hn::Sub(t, c.shift_minus_k);
   const V r = hn::NegMulAdd(n_plus_k, hn::Set(d, kRowLn2Hi), x);
-  return hn::Sub(hn::NegMulAdd(n_plus_k, hn::Set(d, kRowLn2Lo), r), c.delta);
+  return hn::Sub(hn::NegMulAdd(n_plus_k, hn::Set(d, kRowLn2Lo), r), delta);
 }
 
-// s = x - m (rounded: 0 exactly at the max) and exp(x - m), below the normal range as
-// kRange says.
+// s = x - m (rounded: 0 exactly at the max) and exp(x + x_lo - m), below the normal
+// range as kRange says. x_lo, a rest of x far below its ulp (a scaled x's rounding
+// error), joins r through delta: exact but for one rounding of |delta - x_lo|
+// <= 0.35.
 template <ExpRange kRange = ExpRange::flush, class D, class V = hn::Vec<D>>
-HWY_INLINE V ExpMinusMax(D d, const MaxSplitLanes<D>& c, V x, V& s) {
+HWY_INLINE V ExpMinusMax(D d, const MaxSplitLanes<D>& c, V x, V x_lo, V& s) {
   const hn::RebindToUnsigned<D> du;
   V t, n_plus_k;
-  const V r = ReducedMinusMax(d, c, x, s, t, n_plus_k);
+  const V r = ReducedMinusMax(d, c, x, hn::Sub(c.delta, x_lo), s, t, n_plus_k);
   if constexpr (kRange != ExpRange::gradual && kHasScalef<V>) {
     constexpr bool kFlush = kRange == ExpRange::flush;
     const V power = hn::Sub(t, hn::Set(d, kFlush ? kRoundingShift : kRoundingShift - 64.0f));  // n (+ 64)
@@ -240,6 +247,11 @@ HWY_INLINE V ExpMinusMax(D d, const MaxSplitLanes<D>& c, V x, V& s) {
     const auto below_normal = hn::Lt(t, hn::Set(d, kRoundingShift - 125.0f));  // n < -125
     return ScaleGradual(d, q, hn::BitCast(du, t), below_normal, hn::Lt(s, hn::Set(d, -104.0f)));
   }
+}
+
+template <ExpRange kRange = ExpRange::flush, class D, class V = hn::Vec<D>>
+HWY_INLINE V ExpMinusMax(D d, const MaxSplitLanes<D>& c, V x, V& s) {
+  return ExpMinusMax<kRange>(d, c, x, hn::Zero(d), s);
 }
 
 
@@ -303,16 +315,22 @@ struct TableLanes {
   }
 };
 
+// exp(x + x_lo - m), x_lo as ExpMinusMax's.
 template <ExpRange kRange, class D, class V = hn::Vec<D>>
-HWY_INLINE V ExpMinusMaxTable(D d, const TableLanes<D>& c, V x, V& s) {
+HWY_INLINE V ExpMinusMaxTable(D d, const TableLanes<D>& c, V x, V x_lo, V& s) {
   static_assert(kRange != ExpRange::gradual && kHasScalef<V>);
   s = hn::Sub(x, c.m);
   const V t = hn::MulAdd(s, hn::Set(d, 1.44269502162933349609375f), c.shift_b);  // log2(e)
   const V power = hn::Sub(t, hn::Set(d, kRoundingShift32 - static_cast<float>(kRangeScaleLog2<kRange>)));
   const V n_plus_k = hn::Sub(t, c.shift_a);  // (n + k) / 32
-  const V r = TableReduced(d, x, n_plus_k, c.delta);
+  const V r = TableReduced(d, x, n_plus_k, hn::Sub(c.delta, x_lo));
   return ScalefWhereNotBelow(TableEntryTimesExp(d, c.table_lo, c.table_hi, t, r), power, s,
                              hn::Set(d, kRangeCutoff<kRange>));
+}
+
+template <ExpRange kRange, class D, class V = hn::Vec<D>>
+HWY_INLINE V ExpMinusMaxTable(D d, const TableLanes<D>& c, V x, V& s) {
+  return ExpMinusMaxTable<kRange>(d, c, x, hn::Zero(d), s);
 }
 
 // exp(x - m) by the table form with t taken from x directly (DirectTableSplit):
@@ -343,18 +361,22 @@ struct DirectTableExp {
         table_lo(hn::LoadU(d, kPow2Over32 + 32 - s.table.b)),
         table_hi(hn::LoadU(d, kPow2Over32 + 48 - s.table.b)) {}
 
-  HWY_INLINE V operator()(D d, V x, V& z) const {
+  HWY_INLINE V operator()(D d, V x, V& z) const { return (*this)(d, x, hn::Zero(d), z); }
+
+  // exp(x + x_lo - m), x_lo as ExpMinusMax's.
+  HWY_INLINE V operator()(D d, V x, V x_lo, V& z) const {
     z = x;
     const V t = hn::MulAdd(x, hn::Set(d, 1.44269502162933349609375f), rounding);  // log2(e)
     const V power = hn::Sub(t, hn::Set(d, kRoundingShift32 - static_cast<float>(kRangeScaleLog2<kRange>)));
     const V c = hn::Sub(t, shift_a);  // (n + k) / 32
+    const V delta_less_x_lo = hn::Sub(delta, x_lo);
     if constexpr (kCoarse) {
-      const V r = hn::Sub(hn::NegMulAdd(c, hn::Set(d, kLn2Float), x), delta);  // delta: coarse_delta()
+      const V r = hn::Sub(hn::NegMulAdd(c, hn::Set(d, kLn2Float), x), delta_less_x_lo);  // delta: coarse_delta()
       const V entry = TableEntry(table_lo, table_hi, t);
       const V half_r_plus_one = hn::MulAdd(r, hn::Set(d, 0.5f), hn::Set(d, 1.0f));
       return ScalefWhereNotBelow(hn::MulAdd(hn::Mul(entry, r), half_r_plus_one, entry), power, x, threshold);
     } else {
-      const V r = TableReduced(d, x, c, delta);
+      const V r = TableReduced(d, x, c, delta_less_x_lo);
       return ScalefWhereNotBelow(TableEntryTimesExp(d, table_lo, table_hi, t, r), power, x, threshold);
     }
   }
@@ -372,6 +394,9 @@ struct FoldedExp {
   double below_max_correction;
   FoldedExp(D d, const MaxSplit& split) : c(d, split), below_max_correction(split.below_max_correction) {}
   HWY_INLINE hn::Vec<D> operator()(D d, hn::Vec<D> x, hn::Vec<D>& z) const { return ExpMinusMax<kRange>(d, c, x, z); }
+  HWY_INLINE hn::Vec<D> operator()(D d, hn::Vec<D> x, hn::Vec<D> x_lo, hn::Vec<D>& z) const {
+    return ExpMinusMax<kRange>(d, c, x, x_lo, z);
+  }
 };
 
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
@@ -384,30 +409,39 @@ struct TableExp {
   HWY_INLINE hn::Vec<D> operator()(D d, hn::Vec<D> x, hn::Vec<D>& z) const {
     return ExpMinusMaxTable<kRange>(d, c, x, z);
   }
+  HWY_INLINE hn::Vec<D> operator()(D d, hn::Vec<D> x, hn::Vec<D> x_lo, hn::Vec<D>& z) const {
+    return ExpMinusMaxTable<kRange>(d, c, x, x_lo, z);
+  }
 };
 #endif
 
 // Calls f with the folded exp for a row with max m (MaxSplit::fits(m), a target with
-// FMA, unit temperature): TableExp where the target, the form and m allow it (and
-// `table`), else FoldedExp. With kMarksMax false, for passes that need no z = x - m
-// (they count no terms at the max), DirectTableExp where it is exact at the max, and
-// its coarse form with kCoarse (softmax's exps for 16-bit outputs).
+// FMA): TableExp where the target, the form and m allow it (and `table`), else
+// FoldedExp. With kMarksMax false, for passes that need no z = x - m (they count no
+// terms at the max), DirectTableExp where it is exact at the max, and its coarse form
+// with kCoarse (softmax's exps for 16-bit outputs). `exact`: the max the exps are
+// taken against where m is its float rounding (a scaled max; MaxSplit::of), else m.
 template <ExpRange kRange, bool kMarksMax = true, bool kCoarse = false, class D, class F>
-HWY_INLINE auto WithFoldedExp(D d, float m, F&& f, bool table = true) {
+HWY_INLINE auto WithFoldedExp(D d, float m, F&& f, bool table, double exact) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
   if constexpr (kRange != ExpRange::gradual && kHasScalef<hn::Vec<D>>) {
     if (table && TableSplit::fits(m)) {
       if constexpr (!kMarksMax) {
-        const DirectTableSplit split = DirectTableSplit::of(m, kRangeCutoff<kRange>);
+        const DirectTableSplit split = DirectTableSplit::of(m, kRangeCutoff<kRange>, exact);
         if (split.exact_at_max) return f(DirectTableExp<kRange, D, kCoarse>(d, split));
         return f(TableExp<kRange, D>(d, split.table));
       }
-      return f(TableExp<kRange, D>(d, TableSplit::of(m)));
+      return f(TableExp<kRange, D>(d, TableSplit::of(m, exact)));
     }
   }
 #endif
   (void)table;
-  return f(FoldedExp<kRange, D>(d, MaxSplit::of(m)));
+  return f(FoldedExp<kRange, D>(d, MaxSplit::of(m, exact)));
+}
+
+template <ExpRange kRange, bool kMarksMax = true, bool kCoarse = false, class D, class F>
+HWY_INLINE auto WithFoldedExp(D d, float m, F&& f, bool table = true) {
+  return WithFoldedExp<kRange, kMarksMax, kCoarse>(d, m, f, table, static_cast<double>(m));
 }
 
 }  // namespace smax::cpu::simd::HWY_NAMESPACE

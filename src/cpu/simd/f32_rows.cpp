@@ -74,11 +74,63 @@ struct ExactArgumentExp {
 };
 
 // The folded exps (exp_minus_max-inl.h's WithFoldedExp): x - m folded into the exp's
-// range reduction, 6 operations a vector fewer. T == 1, MaxSplit::fits(m), and
-// targets with FMA: the reduction's (n + k) * ln2_lo must not round, and n + k can
-// be large (FoldsMax). bf16 keeps float's subnormals (see ExpFor).
+// range reduction, 6 operations a vector fewer (and on AVX-512 the table's shorter
+// polynomial). At T != 1 they fold (x - m) / T as p + p_lo - M: p = hi x rounded,
+// p_lo the rest of (hi + lo) x (ScaledFoldedExp), M the max in the same units
+// (FoldedMax). MaxSplit::fits(M), and targets with FMA: the reduction's (n + k) *
+// ln2_lo must not round, and n + k can be large; p_lo needs FMA too. bf16 keeps
+// float's subnormals (see ExpFor).
+struct FoldedMax {
+  float m;       // hi m rounded, as the kernels round hi x: p - m is 0 exactly at the max
+  double exact;  // hi m + lo m
+  FoldedMax(float max, const InverseTemperature& inv)
+      : m(inv.unit ? max : max * inv.hi),
+        exact(inv.unit ? max : static_cast<double>(max) * inv.hi + static_cast<double>(max) * inv.lo) {}
+};
+
+//
+// kFoldScaled false keeps T != 1 on the exact argument: rows of a few vectors in
+// registers, where the folded forms' split of the max per row (double arithmetic)
+// weighs more than their exps save (16384 x 8 and x 32 at T = 0.7: 0.88 of the speed).
+template <bool kFoldScaled = true>
 HWY_INLINE bool FoldsMax(float m, const InverseTemperature& inv) {
-  return HWY_NATIVE_FMA && inv.unit && MaxSplit::fits(m);
+  return HWY_NATIVE_FMA && (kFoldScaled || inv.unit) && MaxSplit::fits(FoldedMax(m, inv).m);
+}
+
+// exp((x - m) / T) by a folded exp (Inner, taken against FoldedMax) of p = hi x and
+// p_lo = (hi x - p) + lo x, the first part exact (FMA), the second rounded by 2^-48
+// of p: three operations a vector more than at unit temperature, against
+// argument-inl.h's argument (nine) and exp-inl.h's longer polynomial. z = p - hi m
+// rounded: 0 exactly at the max.
+template <class Inner>
+struct ScaledFoldedExp {
+  Inner inner;
+  VF hi, lo;
+  double below_max_correction = 1;  // Inner's, where it has one (the passes that mark the max)
+  ScaledFoldedExp(DF d, const Inner& e, const InverseTemperature& inv)
+      : inner(e), hi(hn::Set(d, inv.hi)), lo(hn::Set(d, inv.lo)) {
+    if constexpr (requires { e.below_max_correction; }) below_max_correction = e.below_max_correction;
+  }
+  HWY_INLINE VF operator()(DF d, VF x, VF& z) const {
+    const VF p = hn::Mul(x, hi);
+    const VF p_lo = hn::MulAdd(x, lo, hn::MulSub(x, hi, p));
+    return inner(d, p, p_lo, z);
+  }
+};
+
+// WithFoldedExp<kRange, kMarksMax, kCoarse> for a row whose max folds (FoldsMax).
+template <ExpRange kRange, bool kMarksMax, bool kCoarse, class F>
+HWY_INLINE auto WithRowFoldedExp(float m, const InverseTemperature& inv, F&& f) {
+  const DF d;
+  if (inv.unit) return WithFoldedExp<kRange, kMarksMax, kCoarse>(d, m, f);
+  const FoldedMax folded(m, inv);
+  return WithFoldedExp<kRange, kMarksMax, kCoarse>(
+      d, folded.m,
+      [&](const auto inner) SMAX_INLINE_LAMBDA {
+        return f(ScaledFoldedExp<std::remove_const_t<decltype(inner)>>(d, inner, inv));
+      },
+      true,
+      folded.exact);
 }
 
 // Passes without the terms at the max (kMarksMax false) are softmax's, whose 16-bit
@@ -90,13 +142,14 @@ inline constexpr bool kCoarseFor = !std::is_same_v<T, float>;
 // reference could alias the outputs as far as the compiler knows, and every step of a
 // pass would load the functor's lanes again (the scaling pass ran 17% slower so).
 // kMarksMax false: f's pass counts no terms at the max, so its z need not be x - m
-// (WithFoldedExp's DirectTableExp, one operation a vector fewer).
-template <class T, bool kMarksMax = true, class F>
+// (WithFoldedExp's DirectTableExp, one operation a vector fewer). kFoldScaled as
+// FoldsMax's.
+template <class T, bool kMarksMax = true, bool kFoldScaled = true, class F>
 HWY_INLINE auto WithExp(float m, const InverseTemperature& inv, F&& f) {
   const DF d;
-  if (FoldsMax(m, inv)) {
-    return WithFoldedExp<std::is_same_v<T, bfloat16> ? ExpRange::gradual : ExpRange::flush, kMarksMax,
-                         kCoarseFor<T>>(d, m, f);
+  if (FoldsMax<kFoldScaled>(m, inv)) {
+    return WithRowFoldedExp<std::is_same_v<T, bfloat16> ? ExpRange::gradual : ExpRange::flush, kMarksMax,
+                            kCoarseFor<T>>(m, inv, f);
   }
   if (inv.unit) return f(ExactArgumentExp<T, true>(d, m, inv));
   return f(ExactArgumentExp<T, false>(d, m, inv));
@@ -106,20 +159,27 @@ HWY_INLINE auto WithExp(float m, const InverseTemperature& inv, F&& f) {
 // rows exps 2^64 times too large (never subnormal), which that one multiply takes
 // back, so that their subnormal outputs come without the gradual exp (and its lack of
 // the table).
-template <class T, bool kMarksMax = true, class F>
+template <class T, bool kMarksMax = true, bool kFoldScaled = true, class F>
 HWY_INLINE auto WithSoftmaxExp(float m, const InverseTemperature& inv, F&& f) {
   if constexpr (std::is_same_v<T, bfloat16>) {
-    if (FoldsMax(m, inv)) return WithFoldedExp<ExpRange::times_2_64, kMarksMax, kCoarseFor<T>>(DF(), m, f);
+    if (FoldsMax<kFoldScaled>(m, inv)) {
+      return WithRowFoldedExp<ExpRange::times_2_64, kMarksMax, kCoarseFor<T>>(m, inv, f);
+    }
   }
-  return WithExp<T, kMarksMax>(m, inv, f);
+  return WithExp<T, kMarksMax, kFoldScaled>(m, inv, f);
 }
 
 // The factor by which WithSoftmaxExp's exps exceed exp((x - m) / T): 2^64 for bf16
 // rows whose max folds, else 1.
-template <class T>
+template <class T, bool kFoldScaled = true>
 HWY_INLINE double SoftmaxExpScale(float m, const InverseTemperature& inv) {
-  return std::is_same_v<T, bfloat16> && FoldsMax(m, inv) ? 0x1p64 : 1.0;
+  return std::is_same_v<T, bfloat16> && FoldsMax<kFoldScaled>(m, inv) ? 0x1p64 : 1.0;
 }
+
+// Rows in registers fold T != 1 from eight vectors on (FoldsMax): 16384 x 8 and x 32
+// at T = 0.7 0.88 of the exact argument's speed, 4096 x 64 0.98, 1024 x 256 1.10.
+template <std::size_t kVectors>
+inline constexpr bool kFoldsScaledInRegisters = kVectors >= 8;
 
 // Whether any of x[0..n) is NaN.
 template <class T>
@@ -247,7 +307,7 @@ HWY_INLINE ExpSum RExp(const Exp& exp_of, const T* x, float* e, std::size_t n, b
   const ShiftedLoads<T> shifted(d, x, n);
   Walk<4>(
       d, n, backward,
-      [&](std::size_t i) {
+      [&](std::size_t i) SMAX_INLINE_LAMBDA {
         FetchAhead<kFetchIntoL2>(ahead, i, 4 * N);
         side(i, 4 * N);
         VF v[4];
@@ -269,14 +329,14 @@ HWY_INLINE ExpSum RExp(const Exp& exp_of, const T* x, float* e, std::size_t n, b
         store(e3, i + 3 * N);
         sum.Add(e0, z0, e1, z1, e2, z2, e3, z3);
       },
-      [&](std::size_t i) {
+      [&](std::size_t i) SMAX_INLINE_LAMBDA {
         side(i, N);
         VF z;
         const VF ev = exp_of(d, LoadF32(d, x + i), z);
         store(ev, i);
         sum.Add(ev, z);
       },
-      [&](std::size_t i, std::size_t count) {
+      [&](std::size_t i, std::size_t count) SMAX_INLINE_LAMBDA {
         side(i, count);
         VF z;
         const VF ev = exp_of(d, LoadTailF32(d, x + i, count, neg_inf), z);  // -inf adds 0
@@ -573,10 +633,11 @@ HWY_INLINE void SoftmaxInRegistersT(const T* x, T* y, std::size_t n, float m, co
   // it out of line once WithSoftmaxExp had five forms to call it with, and the row's
   // vectors went through memory (1024 x 256 0.77 times the speed).
   constexpr bool kMarksMax = kVectors < kMaxRegisterVectors;
-  const double sum = WithSoftmaxExp<T, kMarksMax>(m, inv, [&](const auto exp_of) SMAX_INLINE_LAMBDA {
-    if (x_next != nullptr) m_next = MaxInRegisters<T, kVectors>(x_next, n);
-    return ExpsInRegisters</*kLog=*/false, kVectors>(exp_of, v).below_max;
-  });
+  const double sum = WithSoftmaxExp<T, kMarksMax, kFoldsScaledInRegisters<kVectors>>(
+      m, inv, [&](const auto exp_of) SMAX_INLINE_LAMBDA {
+        if (x_next != nullptr) m_next = MaxInRegisters<T, kVectors>(x_next, n);
+        return ExpsInRegisters</*kLog=*/false, kVectors>(exp_of, v).below_max;
+      });
   const VF scale = hn::Set(d, static_cast<float>(1.0 / sum));
   for (std::size_t k = 0; k < kVectors; ++k) {
     if (k < full) {
@@ -612,13 +673,15 @@ HWY_INLINE double LogSumInRegistersT(const T* x, std::size_t n, float m, const I
   for (std::size_t k = 0; k < kVectors; ++k) {
     v[k] = k < full ? LoadF32(d, x + k * N) : (k == full && tail > 0 ? LoadTailF32(d, x + k * N, tail, neg_inf) : neg_inf);
   }
-  const ExpSum sum = WithSoftmaxExp<T, /*kMarksMax=*/true>(m, inv, [&](const auto exp_of) SMAX_INLINE_LAMBDA {
-    if (x_next != nullptr) m_next = MaxInRegisters<T, kVectors>(x_next, n);
-    ExpSum s = ExpsInRegisters</*kLog=*/true, kVectors>(exp_of, v);
-    s.below_max *= exp_of.below_max_correction;
-    return s;
-  });
-  return static_cast<double>(sum.at_max - 1) + sum.below_max / SoftmaxExpScale<T>(m, inv);
+  constexpr bool kFoldScaled = kFoldsScaledInRegisters<kVectors>;
+  const ExpSum sum = WithSoftmaxExp<T, /*kMarksMax=*/true, kFoldScaled>(
+      m, inv, [&](const auto exp_of) SMAX_INLINE_LAMBDA {
+        if (x_next != nullptr) m_next = MaxInRegisters<T, kVectors>(x_next, n);
+        ExpSum s = ExpsInRegisters</*kLog=*/true, kVectors>(exp_of, v);
+        s.below_max *= exp_of.below_max_correction;
+        return s;
+      });
+  return static_cast<double>(sum.at_max - 1) + sum.below_max / SoftmaxExpScale<T, kFoldScaled>(m, inv);
 }
 
 // y = (x - m) / T - log(d) for a row of at most kVectors vectors (LogSoftmaxNormalizeT's
