@@ -146,7 +146,7 @@ TEST_P(SimdRows, NonFiniteRowsAfterFiniteRowsKeepTheirSemantics) {
 // beside it, on its lane or on where a call starts (a thread's share), and the rows
 // that form leaves to the general path (a NaN, +inf, all -inf, a max beyond the exp's
 // range) keep their semantics wherever they lie in a block. Every dtype: the property
-// holds for all of them. Softmax and log_softmax.
+// holds for all of them. Softmax and log_softmax, at unit temperature and not.
 TEST_P(SimdRows, ShortRowsGiveTheSameBitsWhereverTheyLie) {
   const DType dtype = GetParam();
   const double inf = std::numeric_limits<double>::infinity();
@@ -165,25 +165,29 @@ TEST_P(SimdRows, ShortRowsGiveTheSameBitsWhereverTheyLie) {
     // A row dominated by its max: log_softmax's -log(1 + tiny) there.
     for (std::int64_t i = 0; i < n; ++i) x.set_at(12 * n + i, i == n / 2 ? 4.0 : -80.0 - static_cast<double>(i));
     for (Op op : {Op::softmax, Op::log_softmax}) {
-      SCOPED_TRACE(std::string(to_string(op)));
-      const Expected expected = reference_nd(op, x, Options{});
-      for (std::int64_t target : simd_targets()) {
-        SCOPED_TRACE(hwy::TargetName(target));
-        with_target(target, [&] {
-          TestTensor all(dtype, {kRows, n});
-          run_op(op, x.view(), all.mutable_view(), Options{});
-          ASSERT_TRUE(matches_reference(op, all, expected));
-          const auto* in = static_cast<const unsigned char*>(x.data());
-          const auto* out = static_cast<const unsigned char*>(all.data());
-          for (std::int64_t first : {1, 7, 15, 36}) {
-            const std::int64_t rows = kRows - first;
-            const std::size_t offset = static_cast<std::size_t>(first * n) * element;
-            TestTensor part(dtype, {rows, n});
-            run_op(op, TensorView(in + offset, dtype, {rows, n}), part.mutable_view(), Options{});
-            EXPECT_EQ(std::memcmp(part.data(), out + offset, static_cast<std::size_t>(rows * n) * element), 0)
-                << "rows from " << first;
-          }
-        });
+      for (double temperature : {1.0, 0.7}) {
+        Options options;
+        options.temperature = temperature;
+        SCOPED_TRACE(describe(op, options));
+        const Expected expected = reference_nd(op, x, options);
+        for (std::int64_t target : simd_targets()) {
+          SCOPED_TRACE(hwy::TargetName(target));
+          with_target(target, [&] {
+            TestTensor all(dtype, {kRows, n});
+            run_op(op, x.view(), all.mutable_view(), options);
+            ASSERT_TRUE(matches_reference(op, all, expected));
+            const auto* in = static_cast<const unsigned char*>(x.data());
+            const auto* out = static_cast<const unsigned char*>(all.data());
+            for (std::int64_t first : {1, 7, 15, 36}) {
+              const std::int64_t rows = kRows - first;
+              const std::size_t offset = static_cast<std::size_t>(first * n) * element;
+              TestTensor part(dtype, {rows, n});
+              run_op(op, TensorView(in + offset, dtype, {rows, n}), part.mutable_view(), options);
+              EXPECT_EQ(std::memcmp(part.data(), out + offset, static_cast<std::size_t>(rows * n) * element), 0)
+                  << "rows from " << first;
+            }
+          });
+        }
       }
     }
   }
@@ -245,7 +249,6 @@ TEST_P(SimdRows, InputAddressChangesNoBit) {
   const DType dtype = GetParam();
   for_each_length_buffer_and_target(dtype, rng(), [&](const TestTensor& x, std::size_t bytes, unsigned char* base) {
     for (Op op : {Op::softmax, Op::log_softmax}) {
-      SCOPED_TRACE(std::string(to_string(op)));
       TestTensor first(dtype, x.shape());
       for (std::size_t offset = 0; offset < 64; offset += size_of(dtype)) {
         std::memcpy(base + offset, x.data(), bytes);

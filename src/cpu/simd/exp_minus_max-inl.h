@@ -186,6 +186,7 @@ struct MaxSplitLanes {
     const V delta = hn::NegMulAdd(k, hn::Set(d, kRowLn2Lo), hn::NegMulAdd(k, hn::Set(d, kRowLn2Hi), m));
     return MaxSplitLanes(m, hn::Sub(shift, k), delta);
   }
+  static MaxSplitLanes PerLane(D d, V m) { return Of(d, m); }  // TableLanes's name
 
   // From the parts of an Of kept in memory (column panels keep one per column).
   MaxSplitLanes(V m_lanes, V shift_minus_k_lanes, V delta_lanes)

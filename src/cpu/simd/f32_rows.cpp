@@ -915,9 +915,9 @@ std::size_t SoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, 
   // line at a time in turn, a stride the prefetchers do not follow (a prefetch of the
   // next block did not help).
   if constexpr (kHasRowsAcrossLanes) {
-    if (inv.unit && n <= 2 * kRowsLanes) {
+    if (n <= 2 * kRowsLanes) {
       const bool stream = stores == Stores::streaming && RowsAligned(y, ys);
-      return ShortRowsAcrossLanes<LaneOp::softmax>(x, xs, y, ys, rows, n, stream);
+      return ShortRowsAcrossLanes<LaneOp::softmax>(x, xs, y, ys, rows, n, inv, stream);
     }
   }
   if (n <= 2 * N) return RowsInRegistersT<T, 2>(x, xs, y, ys, rows, n, inv, stores);
@@ -947,9 +947,9 @@ std::size_t LogSoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t y
                            const InverseTemperature& inv, Stores stores) {
   if (n == 0) return 0;
   if constexpr (kHasRowsAcrossLanes) {
-    if (inv.unit && n <= 2 * kRowsLanes) {
+    if (n <= 2 * kRowsLanes) {
       const bool stream = stores == Stores::streaming && RowsAligned(y, ys);
-      return ShortRowsAcrossLanes<LaneOp::log_softmax>(x, xs, y, ys, rows, n, stream);
+      return ShortRowsAcrossLanes<LaneOp::log_softmax>(x, xs, y, ys, rows, n, inv, stream);
     }
   }
   const std::size_t N = hn::Lanes(DF());

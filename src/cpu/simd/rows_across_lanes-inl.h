@@ -37,6 +37,7 @@
 #include <hwy/contrib/math/math-inl.h>
 #include <hwy/highway.h>
 
+#include "cpu/simd/argument-inl.h"
 #include "cpu/simd/convert-inl.h"
 #include "cpu/simd/exp_minus_max-inl.h"
 
@@ -110,32 +111,51 @@ HWY_INLINE void Transpose(V (&v)[kLanes]) {
   }
 }
 
-// The exp of each lane's own max m (finite, within Limit() in size): 512-bit vectors'
-// table form (TableLanes::PerLane, 1.08 ulp), else the polynomial (MaxSplitLanes,
-// 1.25 ulp).
-template <class D, ExpRange kRange, class V = hn::Vec<D>, bool kTable = kHasScalef<V>>
+// The exp of each lane's own max m (finite, within Limit() in size at unit
+// temperature; m / T within it otherwise): 512-bit vectors' table form
+// (TableLanes::PerLane, 1.08 ulp), else the polynomial (MaxSplitLanes, 1.25 ulp). At T
+// != 1 (kUnitT false) both fold (x - m) / T as the row kernels' ScaledFoldedExp does:
+// p = hi x and its rest p_lo go in, against the split of M = hi m rounded, whose
+// rest (hi m - M, exact, plus lo m) joins the split's delta.
+template <class Split, class D, class V = hn::Vec<D>>
+struct LaneExpOf {
+  Split split;
+  V hi, lo;
+  LaneExpOf(D d, V m, V t_hi, V t_lo, bool unit) : split(SplitOf(d, m, t_hi, t_lo, unit)), hi(t_hi), lo(t_lo) {}
+  static Split SplitOf(D d, V m, V t_hi, V t_lo, bool unit) {
+    if (unit) return Split::PerLane(d, m);
+    const V scaled = hn::Mul(m, t_hi);
+    Split s = Split::PerLane(d, scaled);
+    s.delta = hn::Add(s.delta, hn::MulAdd(m, t_lo, hn::MulSub(m, t_hi, scaled)));
+    return s;
+  }
+};
+
+template <class D, ExpRange kRange, bool kUnitT, class V = hn::Vec<D>, bool kTable = kHasScalef<V>>
 struct LaneExp;
 
-template <class D, ExpRange kRange, class V>
-struct LaneExp<D, kRange, V, false> {
+template <class D, ExpRange kRange, bool kUnitT, class V>
+struct LaneExp<D, kRange, kUnitT, V, false> : LaneExpOf<MaxSplitLanes<D>, D> {
   static constexpr float Limit() { return 16384.0f; }
-  MaxSplitLanes<D> split;
-  LaneExp(D d, V m) : split(MaxSplitLanes<D>::Of(d, m)) {}
+  LaneExp(D d, V m, V t_hi, V t_lo) : LaneExpOf<MaxSplitLanes<D>, D>(d, m, t_hi, t_lo, kUnitT) {}
   HWY_INLINE V operator()(D d, V x) const {
     V unused;
-    return ExpMinusMax<kRange>(d, split, x, unused);
+    if constexpr (kUnitT) return ExpMinusMax<kRange>(d, this->split, x, unused);
+    const V p = hn::Mul(x, this->hi);
+    return ExpMinusMax<kRange>(d, this->split, p, hn::MulAdd(x, this->lo, hn::MulSub(x, this->hi, p)), unused);
   }
 };
 
 #if HWY_TARGET <= HWY_AVX3
-template <class D, ExpRange kRange, class V>
-struct LaneExp<D, kRange, V, true> {
+template <class D, ExpRange kRange, bool kUnitT, class V>
+struct LaneExp<D, kRange, kUnitT, V, true> : LaneExpOf<TableLanes<D>, D> {
   static constexpr float Limit() { return 600.0f; }
-  TableLanes<D> split;
-  LaneExp(D d, V m) : split(TableLanes<D>::PerLane(d, m)) {}
+  LaneExp(D d, V m, V t_hi, V t_lo) : LaneExpOf<TableLanes<D>, D>(d, m, t_hi, t_lo, kUnitT) {}
   HWY_INLINE V operator()(D d, V x) const {
     V unused;
-    return ExpMinusMaxTable<kRange>(d, split, x, unused);
+    if constexpr (kUnitT) return ExpMinusMaxTable<kRange>(d, this->split, x, unused);
+    const V p = hn::Mul(x, this->hi);
+    return ExpMinusMaxTable<kRange>(d, this->split, p, hn::MulAdd(x, this->lo, hn::MulSub(x, this->hi, p)), unused);
   }
 };
 #endif
@@ -167,14 +187,17 @@ struct BlockStats {
   }
   // The exp of the rows this form takes (a finite max within LaneExp's range, no NaN;
   // any exp in the other lanes), each lane's max in m (0 in the other lanes), and in
-  // `done` how many of the first `block` rows lead before one it does not take.
-  HWY_INLINE LaneExp<D, kRange> Taken(D d, std::size_t block, std::size_t& done, V& m) const {
+  // `done` how many of the first `block` rows lead before one it does not take. 1/T =
+  // t_hi + t_lo (1 and 0 with kUnitT).
+  template <bool kUnitT>
+  HWY_INLINE LaneExp<D, kRange, kUnitT> Taken(D d, V t_hi, V t_lo, std::size_t block, std::size_t& done, V& m) const {
     m = hn::Max(hn::Max(max4[0], max4[1]), hn::Max(max4[2], max4[3]));
     const V any = hn::Add(hn::Add(sum4[0], sum4[1]), hn::Add(sum4[2], sum4[3]));
-    const auto takes = hn::AndNot(hn::IsNaN(any), hn::Le(hn::Abs(m), hn::Set(d, LaneExp<D, kRange>::Limit())));
+    const V size = hn::Abs(kUnitT ? m : hn::Mul(m, t_hi));
+    const auto takes = hn::AndNot(hn::IsNaN(any), hn::Le(size, hn::Set(d, LaneExp<D, kRange, kUnitT>::Limit())));
     done = HWY_LIKELY(hn::AllTrue(d, takes)) ? block : hn::FindKnownFirstTrue(d, hn::Not(takes));
     m = hn::IfThenElseZero(takes, m);
-    return LaneExp<D, kRange>(d, m);
+    return LaneExp<D, kRange, kUnitT>(d, m, t_hi, t_lo);
   }
 };
 
@@ -183,16 +206,18 @@ struct BlockStats {
 // make. Softmax: the outputs are the exps times 1 / d, rounded once to float.
 // log_softmax: the terms at the row's max (exactly 1 each) are counted apart from the
 // others, so that log(d) = log1p((at_max - 1) + others) keeps a dominant max's tiny
-// rest (the row kernels' kCountAtMax); the outputs are (x - m) - log(d) in float, two
-// terms <= 0 that never cancel. kRange times_2_64: the exps are 2^64 too large, as
-// softmax's scaling wants them; log_softmax takes the factor out of its double sum.
-template <class D, LaneOp kOp, ExpRange kRange>
+// rest (the row kernels' kCountAtMax); the outputs are (x - m) / T - log(d) in float
+// (1/T as its float t_hi, as LogSoftmaxNormalizeT), two terms <= 0 that never cancel.
+// kRange times_2_64: the exps are 2^64 too large, as softmax's scaling wants them;
+// log_softmax takes the factor out of its double sum.
+template <class D, LaneOp kOp, ExpRange kRange, bool kUnitT>
 struct LaneNormalizer {
   using V = hn::Vec<D>;
   using DD = hn::Repartition<double, D>;
   hn::Vec<DD> low, high;  // d, or log_softmax's terms below the max
-  V m, at_max, factor;    // factor: 1 / d, or log(d)
-  LaneNormalizer(D d, V max) : low(hn::Zero(DD())), high(hn::Zero(DD())), m(max), at_max(hn::Zero(d)), factor(m) {}
+  V m, t_hi, at_max, factor;  // factor: 1 / d, or log(d)
+  LaneNormalizer(D d, V max, V inv_t)
+      : low(hn::Zero(DD())), high(hn::Zero(DD())), m(max), t_hi(inv_t), at_max(hn::Zero(d)), factor(m) {}
 
   // The exps e0..e3 of four columns c0..c3.
   HWY_INLINE void Add4(D d, V c0, V c1, V c2, V c3, V e0, V e1, V e2, V e3) {
@@ -235,7 +260,8 @@ struct LaneNormalizer {
   // The output of an element: its exp for softmax, the element itself for log_softmax.
   HWY_INLINE V Out(V v) const {
     if constexpr (kOp == LaneOp::softmax) return hn::Mul(v, factor);
-    return hn::Sub(hn::Sub(v, m), factor);
+    const V x_minus_m = hn::Sub(v, m);
+    return hn::Sub(kUnitT ? x_minus_m : hn::Mul(x_minus_m, t_hi), factor);
   }
 };
 
@@ -245,11 +271,12 @@ struct LaneNormalizer {
 // are computed (those past n are -inf, whose exps are 0), so that the loops have fixed
 // counts and the columns stay in registers: softmax's exps replace them, log_softmax
 // keeps them.
-template <LaneOp kOp, class D, class T>
+template <LaneOp kOp, bool kUnitT, class D, class T>
 HWY_INLINE std::size_t RowsAcrossLanes(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows,
-                                       std::size_t n, bool stream) {
+                                       std::size_t n, const InverseTemperature& inv, bool stream) {
   using V = hn::Vec<D>;
   const D d;
+  const V t_hi = hn::Set(d, inv.hi), t_lo = hn::Set(d, inv.lo);
   constexpr std::size_t kLanes = hn::MaxLanes(D());
   const V neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
   for (std::size_t first = 0; first < rows; first += kLanes) {
@@ -268,8 +295,8 @@ HWY_INLINE std::size_t RowsAcrossLanes(const T* x, std::ptrdiff_t xs, T* y, std:
     for (std::size_t j = 0; j < kLanes; ++j) stats.Add(j, c[j]);
     std::size_t done = 0;
     V m;
-    const LaneExp<D, kLaneRange<T>> exp_of = stats.Taken(d, block, done, m);
-    LaneNormalizer<D, kOp, kLaneRange<T>> out(d, m);
+    const LaneExp<D, kLaneRange<T>, kUnitT> exp_of = stats.template Taken<kUnitT>(d, t_hi, t_lo, block, done, m);
+    LaneNormalizer<D, kOp, kLaneRange<T>, kUnitT> out(d, m, t_hi);
     for (std::size_t j = 0; j < kLanes; j += 4) {
       V e[4];
       for (std::size_t k = 0; k < 4; ++k) e[k] = exp_of(d, c[j + k]);
@@ -300,12 +327,14 @@ HWY_INLINE std::size_t RowsAcrossLanes(const T* x, std::ptrdiff_t xs, T* y, std:
 // columns (softmax: then their exps) waiting in an aligned buffer between the passes: left to the compiler, 32
 // columns spilled (rows of 32 ran 1.1 times as fast as SoftmaxInRegistersT, against
 // 1.45 so; in registers, one vector's ran 15% faster than through the buffer).
-template <LaneOp kOp, std::size_t kChunks, class D = RowsD, class T>
+template <LaneOp kOp, bool kUnitT, std::size_t kChunks, class D = RowsD, class T>
 HWY_INLINE std::size_t RowsAcrossLanesBuffered(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys,
-                                               std::size_t rows, std::size_t n, bool stream) {
+                                               std::size_t rows, std::size_t n, const InverseTemperature& inv,
+                                               bool stream) {
   static_assert(kChunks >= 2 && kChunks <= 4);
   using V = hn::Vec<D>;
   const D d;
+  const V t_hi = hn::Set(d, inv.hi), t_lo = hn::Set(d, inv.lo);
   constexpr std::size_t kLanes = hn::MaxLanes(D());
   // A row's chunks go out at different times: streamed, a chunk of part of a line would
   // leave the line to be written in pieces (bf16 rows of 32 from memory ran at 0.75x).
@@ -338,8 +367,8 @@ HWY_INLINE std::size_t RowsAcrossLanesBuffered(const T* x, std::ptrdiff_t xs, T*
     }
     std::size_t done = 0;
     V m;
-    const LaneExp<D, kLaneRange<T>> exp_of = stats.Taken(d, block, done, m);
-    LaneNormalizer<D, kOp, kLaneRange<T>> out(d, m);
+    const LaneExp<D, kLaneRange<T>, kUnitT> exp_of = stats.template Taken<kUnitT>(d, t_hi, t_lo, block, done, m);
+    LaneNormalizer<D, kOp, kLaneRange<T>, kUnitT> out(d, m, t_hi);
     for (std::size_t j = 0; j < kColumns; j += 4) {
       V c[4], e[4];
       for (std::size_t k = 0; k < 4; ++k) {
@@ -371,14 +400,23 @@ HWY_INLINE std::size_t RowsAcrossLanesBuffered(const T* x, std::ptrdiff_t xs, T*
 }
 
 // Rows of 1 <= n <= 2 * kRowsLanes elements by the form that fits them.
-template <LaneOp kOp, class T>
-HWY_INLINE std::size_t ShortRowsAcrossLanes(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys,
-                                            std::size_t rows, std::size_t n, bool stream) {
+template <LaneOp kOp, bool kUnitT, class T>
+HWY_INLINE std::size_t ShortRowsAcrossLanesT(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys,
+                                             std::size_t rows, std::size_t n, const InverseTemperature& inv,
+                                             bool stream) {
   // Rows of at most 8 in blocks of 8 rows on AVX-512 too: blocks of 16 would compute
   // twice the columns (1024 x 8: 8.1 us against 5.4 in 8 lanes).
-  if (n <= 8) return RowsAcrossLanes<kOp, HalfRowsD>(x, xs, y, ys, rows, n, stream);
-  if (n <= kRowsLanes) return RowsAcrossLanes<kOp, RowsD>(x, xs, y, ys, rows, n, stream);
-  return RowsAcrossLanesBuffered<kOp, 2>(x, xs, y, ys, rows, n, stream);
+  if (n <= 8) return RowsAcrossLanes<kOp, kUnitT, HalfRowsD>(x, xs, y, ys, rows, n, inv, stream);
+  if (n <= kRowsLanes) return RowsAcrossLanes<kOp, kUnitT, RowsD>(x, xs, y, ys, rows, n, inv, stream);
+  return RowsAcrossLanesBuffered<kOp, kUnitT, 2>(x, xs, y, ys, rows, n, inv, stream);
+}
+
+template <LaneOp kOp, class T>
+HWY_INLINE std::size_t ShortRowsAcrossLanes(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys,
+                                            std::size_t rows, std::size_t n, const InverseTemperature& inv,
+                                            bool stream) {
+  if (inv.unit) return ShortRowsAcrossLanesT<kOp, true>(x, xs, y, ys, rows, n, inv, stream);
+  return ShortRowsAcrossLanesT<kOp, false>(x, xs, y, ys, rows, n, inv, stream);
 }
 #else
 inline constexpr bool kHasRowsAcrossLanes = false;
@@ -386,7 +424,7 @@ inline constexpr std::size_t kRowsLanes = 1;
 
 template <LaneOp kOp, class T>
 HWY_INLINE std::size_t ShortRowsAcrossLanes(const T*, std::ptrdiff_t, T*, std::ptrdiff_t, std::size_t, std::size_t,
-                                            bool) {
+                                            const InverseTemperature&, bool) {
   return 0;  // never called: kHasRowsAcrossLanes is false
 }
 #endif
