@@ -17,6 +17,18 @@ namespace {
 
 class ThreadCounts : public SeededTest, public ::testing::WithParamInterface<DType> {};
 
+// op on x on 1, 2, 3 and 8 threads: the same bits each time, and the reference met.
+void expect_the_same_bits_on_1_2_3_and_8_threads(Op op, const TestTensor& x, Options options) {
+  std::vector<TestTensor> outputs;
+  for (int threads : {1, 2, 3, 8}) {
+    options.threads = threads;
+    outputs.push_back(make_output(op, x, options, Layout::contiguous));
+    run_op(op, x.view(), outputs.back().mutable_view(), options);
+  }
+  for (std::size_t i = 1; i < outputs.size(); ++i) EXPECT_TRUE(bitwise_equal(outputs[0], outputs[i])) << "run " << i;
+  EXPECT_TRUE(matches_reference(op, outputs[0], reference_nd(op, x, options)));
+}
+
 TEST_P(ThreadCounts, OneTwoAndThreeThreadsGiveIdenticalBits) {
   const DType dtype = GetParam();
   // 67 rows (not a multiple of 2 or 3) of 1500: about 100k elements, enough for the
@@ -65,16 +77,7 @@ TEST_P(ThreadCounts, ShortRowsGiveIdenticalBitsOnAnyThreadCount) {
       options.threads = 3;
       SCOPED_TRACE(describe(op, options) + " shape " + x.describe());
       ASSERT_EQ(plan(op, shape, dtype, options).threads, 3) << "the shape is too small to use three threads";
-      std::vector<TestTensor> outputs;
-      for (int threads : {1, 2, 3, 8}) {
-        options.threads = threads;
-        outputs.push_back(make_output(op, x, options, Layout::contiguous));
-        run_op(op, x.view(), outputs.back().mutable_view(), options);
-      }
-      for (std::size_t i = 1; i < outputs.size(); ++i) {
-        EXPECT_TRUE(bitwise_equal(outputs[0], outputs[i])) << "run " << i;
-      }
-      EXPECT_TRUE(matches_reference(op, outputs[0], reference_nd(op, x, options)));
+      expect_the_same_bits_on_1_2_3_and_8_threads(op, x, options);
     }
   }
 }
@@ -91,14 +94,7 @@ TEST_P(ThreadCounts, ASplitRowGivesIdenticalBitsOnAnyThreadCount) {
       options.threads = 8;
       SCOPED_TRACE(describe(op, options) + " shape " + x.describe());
       ASSERT_GT(plan(op, shape, dtype, options).chunk_length, 0) << "the row should be split";
-      std::vector<TestTensor> outputs;
-      for (int threads : {1, 2, 3, 8}) {
-        options.threads = threads;
-        outputs.push_back(make_output(op, x, options, Layout::contiguous));
-        run_op(op, x.view(), outputs.back().mutable_view(), options);
-      }
-      for (std::size_t i = 1; i < outputs.size(); ++i) EXPECT_TRUE(bitwise_equal(outputs[0], outputs[i])) << "run " << i;
-      EXPECT_TRUE(matches_reference(op, outputs[0], reference_nd(op, x, options)));
+      expect_the_same_bits_on_1_2_3_and_8_threads(op, x, options);
     }
   }
 }

@@ -607,6 +607,19 @@ HWY_INLINE float MaxInRegisters(const T* x, std::size_t n) {
   return std::isnan(hn::GetLane(hn::SumOfLanes(d, sum))) ? std::numeric_limits<float>::quiet_NaN() : m;
 }
 
+// x[0..n) into v, the lanes past n -inf (their exps are 0).
+template <class T, std::size_t kVectors>
+HWY_INLINE void LoadRowInRegisters(const T* x, std::size_t n, VF (&v)[kVectors]) {
+  const DF d;
+  const std::size_t N = hn::Lanes(d);
+  const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
+  const std::size_t full = n / N;
+  const std::size_t tail = n % N;
+  for (std::size_t k = 0; k < kVectors; ++k) {
+    v[k] = k < full ? LoadF32(d, x + k * N) : (k == full && tail > 0 ? LoadTailF32(d, x + k * N, tail, neg_inf) : neg_inf);
+  }
+}
+
 // Softmax of a row of at most kVectors vectors held in registers, whose max m
 // (finite) is known: one load and one store per element, no second pass over memory.
 // The same arithmetic as the fused passes (terms added in float, widened into double
@@ -620,13 +633,10 @@ HWY_INLINE void SoftmaxInRegistersT(const T* x, T* y, std::size_t n, float m, co
                                     bool stream, const T* x_next, float& m_next) {
   const DF d;
   const std::size_t N = hn::Lanes(d);
-  const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
-  VF v[kVectors];
   const std::size_t full = n / N;
   const std::size_t tail = n % N;
-  for (std::size_t k = 0; k < kVectors; ++k) {
-    v[k] = k < full ? LoadF32(d, x + k * N) : (k == full && tail > 0 ? LoadTailF32(d, x + k * N, tail, neg_inf) : neg_inf);
-  }
+  VF v[kVectors];
+  LoadRowInRegisters(x, n, v);
   // DirectTableExp's form for the rows of 16 vectors only (AMD Zen 5, A / B against
   // TableExp's: 1024 x 256 1.058, 512 x 200 1.036; 2048 x 128 0.954, 4096 x 64 0.928,
   // where its longer split per row weighs more). The lambda must be inlined: GCC kept
@@ -648,7 +658,6 @@ HWY_INLINE void SoftmaxInRegistersT(const T* x, T* y, std::size_t n, float m, co
   }
 }
 
-
 // log(d) = log1p(d - 1) for d = at_max + below_max, rounded to float, by Highway's
 // vector log1p on one lane (glibc's std::log1p took 22 ns a row on AMD Zen 4).
 HWY_INLINE float LogOfSum(std::int64_t at_max, double below_max) {
@@ -664,15 +673,8 @@ HWY_INLINE float LogOfSum(std::int64_t at_max, double below_max) {
 template <class T, std::size_t kVectors>
 HWY_INLINE double LogSumInRegistersT(const T* x, std::size_t n, float m, const InverseTemperature& inv,
                                      const T* x_next, float& m_next) {
-  const DF d;
-  const std::size_t N = hn::Lanes(d);
-  const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
   VF v[kVectors];
-  const std::size_t full = n / N;
-  const std::size_t tail = n % N;
-  for (std::size_t k = 0; k < kVectors; ++k) {
-    v[k] = k < full ? LoadF32(d, x + k * N) : (k == full && tail > 0 ? LoadTailF32(d, x + k * N, tail, neg_inf) : neg_inf);
-  }
+  LoadRowInRegisters(x, n, v);
   constexpr bool kFoldScaled = kFoldsScaledInRegisters<kVectors>;
   const ExpSum sum = WithSoftmaxExp<T, /*kMarksMax=*/true, kFoldScaled>(
       m, inv, [&](const auto exp_of) SMAX_INLINE_LAMBDA {
