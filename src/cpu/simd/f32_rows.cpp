@@ -940,8 +940,8 @@ std::size_t SoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, 
 
 // log_softmax of contiguous rows in one call (the general path's max, sum and write
 // passes took a dispatch and a finish per row: 82 ns a row of 10 floats): rows of
-// at most two vectors at unit temperature across lanes, rows of up to 16 vectors in
-// registers, others by the max, the sum with the terms at the max counted apart
+// at most two vectors across lanes, rows of up to 16 vectors in registers (a group at
+// a time), others by the max, the sum with the terms at the max counted apart
 // (log(d) = log1p(d - 1) keeps a dominant max's tiny rest), and (x - m) / T - log(d),
 // the next row fetched meanwhile.
 template <class T>

@@ -99,9 +99,9 @@ GuessedExpSum f32_rsum_exp_from_guess(const bfloat16* x, std::size_t n, double i
 // fused passes (the max; the exps stored, to y for float rows or to `buffer`, of
 // kFusedMaxLength floats, for 16-bit ones and for float rows with Stores::streaming,
 // whose scaling pass then runs inside the next row's exp pass; then scaled).
-// Rows of at most two vectors at unit temperature go a vector's lanes of rows at a
-// time, a row to a lane, on AVX-512 and AVX2 (rows_across_lanes-inl.h), which also
-// leaves a max beyond its exp's range (600 in size on AVX-512, 16384 on AVX2).
+// Rows of at most two vectors go a vector's lanes of rows at a time, a row to a lane,
+// on AVX-512 and AVX2 (rows_across_lanes-inl.h), which also leaves a max beyond its
+// exp's range (m / T within 600 in size on AVX-512, 16384 on AVX2).
 // Returns the number of leading rows done: fewer than `rows` where a row's max is not
 // finite (NaN, +inf, all -inf), which is left unwritten for the general path.
 std::size_t f32_softmax_rows(const float* x, std::ptrdiff_t x_row_stride, float* y, std::ptrdiff_t y_row_stride,
@@ -114,9 +114,10 @@ std::size_t f32_softmax_rows(const bfloat16* x, std::ptrdiff_t x_row_stride, bfl
                              std::ptrdiff_t y_row_stride, std::size_t rows, std::size_t n, double inv_t,
                              float* buffer, Stores stores = Stores::cached);
 
-// The same for log_softmax: rows of at most two vectors at unit temperature across
-// lanes, others by the max, the sum (the terms at the max counted apart, so that
-// log(d) = log1p(d - 1) keeps a dominant max's tiny rest) and the write pass.
+// The same for log_softmax: rows of at most two vectors across lanes, rows of up to
+// 16 vectors in registers (a group of rows sharing one vector log1p), others by the
+// max, the sum (the terms at the max counted apart, so that log(d) = log1p(d - 1)
+// keeps a dominant max's tiny rest) and the write pass.
 std::size_t f32_log_softmax_rows(const float* x, std::ptrdiff_t x_row_stride, float* y, std::ptrdiff_t y_row_stride,
                                  std::size_t rows, std::size_t n, double inv_t, Stores stores = Stores::cached);
 std::size_t f32_log_softmax_rows(const half* x, std::ptrdiff_t x_row_stride, half* y, std::ptrdiff_t y_row_stride,

@@ -9,7 +9,8 @@
 // about 21 ns a row of 4 to 32 elements (AMD Zen 4 VM, in cache, one thread: 0.9 of
 // oneDNN's speed at 16). Here nothing crosses lanes but the transposes (64 shuffles
 // per 16 x 16 elements, 24 per 8 x 8, each way): 4.1 times as fast at 8 elements, 2.7
-// at 16, 1.5 at 32 (in cache, one thread; docs/PERFORMANCE.md).
+// at 16, 1.5 at 32 (in cache, one thread; docs/PERFORMANCE.md). Any temperature: at
+// T != 1 the exps fold x / T as the row kernels' do (LaneExp).
 //
 // Each lane does the same arithmetic whatever block, thread or position it lands in
 // (the transposes only move data), so results do not depend on the thread count.
@@ -20,7 +21,7 @@
 // Accuracy as the row kernels': their exps (LaneExp), each group of four terms
 // summed in float (two roundings) and the groups in double lanes, 1 / d in double,
 // rounded once to float; log_softmax's log(d) as log1p(d - 1) in double lanes with the
-// terms at the max counted apart (LaneLogSum), and (x - m) - log(d) in float.
+// terms at the max counted apart (LaneNormalizer), and (x - m) / T - log(d) in float.
 //
 // The -inl.h convention: included once per target by f32_rows.cpp.
 #if defined(SMAX_CPU_SIMD_ROWS_ACROSS_LANES_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -324,9 +325,10 @@ HWY_INLINE std::size_t RowsAcrossLanes(const T* x, std::ptrdiff_t xs, T* y, std:
 }
 
 // The same for rows of kRowsLanes < n <= kRowsLanes * kChunks elements, their
-// columns (softmax: then their exps) waiting in an aligned buffer between the passes: left to the compiler, 32
-// columns spilled (rows of 32 ran 1.1 times as fast as SoftmaxInRegistersT, against
-// 1.45 so; in registers, one vector's ran 15% faster than through the buffer).
+// columns (softmax: then their exps) waiting in an aligned buffer between the passes:
+// left to the compiler, 32 columns spilled (rows of 32 ran 1.1 times as fast as
+// SoftmaxInRegistersT, against 1.45 so; in registers, one vector's ran 15% faster
+// than through the buffer).
 template <LaneOp kOp, bool kUnitT, std::size_t kChunks, class D = RowsD, class T>
 HWY_INLINE std::size_t RowsAcrossLanesBuffered(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys,
                                                std::size_t rows, std::size_t n, const InverseTemperature& inv,
