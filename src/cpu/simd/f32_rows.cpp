@@ -88,8 +88,7 @@ struct FoldedMax {
         exact(inv.unit ? max : static_cast<double>(max) * inv.hi + static_cast<double>(max) * inv.lo) {}
 };
 
-//
-// kFoldScaled false keeps T != 1 on the exact argument: rows of a few vectors in
+// Whether a row with max m takes the folded exps. kFoldScaled false keeps T != 1 on the exact argument: rows of a few vectors in
 // registers, where the folded forms' split of the max per row (double arithmetic)
 // weighs more than their exps save (16384 x 8 and x 32 at T = 0.7: 0.88 of the speed).
 template <bool kFoldScaled = true>
