@@ -101,8 +101,9 @@ std::vector<std::string> workload_choice(const std::string& text) {
 
 // --shape 4096x64,8x128256 with --axis, --dtype f32,bf16 and --op
 // softmax,log-softmax: every shape in every dtype, for every op. A bench point needs
-// data, so no extent may be 0; the axis must be in range for every shape; logsumexp
-// writes no tensor of the input's shape, which the bench compares (and copies).
+// data, so no extent may be 0; the axis must be in range for every shape. logsumexp
+// is refused: its output lacks the input's shape, which the bench's buffers, copies
+// and checks assume.
 std::vector<Point> shape_choice(const Arguments& arguments) {
   const auto text = arguments.value("shape");
   if (!text) {

@@ -40,7 +40,8 @@ long double smallest_normal(DType dtype) {
   return std::numeric_limits<float>::min();
 }
 
-// The index of the first output that is NaN, infinite or negative; -1 if none.
+// The index of the first output that is NaN, infinite or of the wrong sign (sign * v
+// < 0); -1 if none.
 template <class T>
 std::int64_t first_bad(const std::byte* data, std::int64_t n, long double sign) {
   const T* y = reinterpret_cast<const T*>(data);
