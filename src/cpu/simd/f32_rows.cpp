@@ -351,7 +351,7 @@ HWY_INLINE ExpSum RExp(const Exp& exp_of, const T* x, float* e, std::size_t n, b
 template <bool kCountAtMax, bool kFetchIntoL2, class T, class Side>
 ExpSum RSumExpT(const T* x, std::size_t n, float m, const InverseTemperature& inv, bool backward,
                 const Ahead<T>& ahead, const Side& side) {
-  ExpSum sum = WithSoftmaxExp<T, kCountAtMax>(m, inv, [&](const auto exp_of) {
+  ExpSum sum = WithSoftmaxExp<T, kCountAtMax>(m, inv, [&](const auto exp_of) SMAX_INLINE_LAMBDA {
     ExpSum s = RExp<false, kCountAtMax, kFetchIntoL2>(exp_of, x, nullptr, n, backward, ahead, side);
     if constexpr (kCountAtMax) s.below_max *= exp_of.below_max_correction;  // softmax scales its exps as they are
     return s;
@@ -374,7 +374,8 @@ template <class T, class Side = NoSide>
 ExpSum RStoreExp(const T* x, float* e, std::size_t n, float m, const InverseTemperature& inv, const Ahead<T>& ahead,
                  const Side& side = {}) {
   ExpSum sum = WithSoftmaxExp<T, /*kMarksMax=*/false>(
-      m, inv, [&](const auto exp_of) { return RExp<true, false>(exp_of, x, e, n, false, ahead, side); });
+      m, inv,
+      [&](const auto exp_of) SMAX_INLINE_LAMBDA { return RExp<true, false>(exp_of, x, e, n, false, ahead, side); });
   sum.stored_scale = SoftmaxExpScale<T>(m, inv);
   sum.below_max /= sum.stored_scale;
   return sum;
@@ -510,7 +511,7 @@ void SoftmaxNormalize(const T* x, T* y, std::size_t n, float m, const InverseTem
                       bool backward, const Ahead<T>& ahead, Stores stores) {
   const DF d;
   const VF vscale = hn::Set(d, scale);
-  WithExp<T, /*kMarksMax=*/false>(m, inv, [&](const auto exp_of) {
+  WithExp<T, /*kMarksMax=*/false>(m, inv, [&](const auto exp_of) SMAX_INLINE_LAMBDA {
     const auto f = [&](VF v) {
       VF z;
       return hn::Mul(exp_of(d, v, z), vscale);
@@ -791,7 +792,9 @@ template <bool kFetchIntoL2 = false, class T, class Side = NoSide>
 HWY_INLINE ExpSum RStoreSoftmaxExps(const T* x, float* e, std::size_t n, float m, const InverseTemperature& inv,
                                     const Ahead<T>& ahead, const Side& side = {}) {
   return WithSoftmaxExp<T, /*kMarksMax=*/false>(
-      m, inv, [&](const auto exp_of) { return RExp<true, false, kFetchIntoL2>(exp_of, x, e, n, false, ahead, side); });
+      m, inv, [&](const auto exp_of) SMAX_INLINE_LAMBDA {
+        return RExp<true, false, kFetchIntoL2>(exp_of, x, e, n, false, ahead, side);
+      });
 }
 
 // Longer rows by the fused passes: the max, one pass that stores the exps (to y for
