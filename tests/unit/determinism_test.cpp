@@ -241,14 +241,7 @@ TEST_P(ThreadCounts, NonLastAxesGiveIdenticalBitsOnAnyThreadCount) {
         options.threads = 3;
         SCOPED_TRACE(describe(op, options) + " shape " + x.describe());
         ASSERT_EQ(plan(op, shape, dtype, options).threads, 3) << "the shape is too small to use three threads";
-        std::vector<TestTensor> outputs;
-        for (int threads : {1, 2, 3, 8}) {
-          options.threads = threads;
-          outputs.push_back(make_output(op, x, options, Layout::contiguous));
-          run_op(op, x.view(), outputs.back().mutable_view(), options);
-        }
-        for (std::size_t i = 1; i < outputs.size(); ++i) EXPECT_TRUE(bitwise_equal(outputs[0], outputs[i])) << "run " << i;
-        EXPECT_TRUE(matches_reference(op, outputs[0], reference_nd(op, x, options)));
+        expect_the_same_bits_on_1_2_3_and_8_threads(op, x, options);
       }
     }
   }
