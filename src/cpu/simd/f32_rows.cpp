@@ -422,9 +422,10 @@ GuessedExpSum ExpsFromGuess(const T* x, float* e, std::size_t n, const InverseTe
 }
 
 // y = f(x) over [0, n), x and y of storage types, one vector at a time. kNotNaN: f's
-// values are never NaN (StoreF32NotNaN).
-template <bool kNotNaN = false, class TX, class TY, class F>
-HWY_INLINE void Map(DF d, const TX* x, TY* y, std::size_t n, bool backward, F&& f, const Ahead<TX>& ahead = {}) {
+// values are never NaN (StoreF32NotNaN). `side` runs beside each step (RExp).
+template <bool kNotNaN = false, class TX, class TY, class F, class Side = NoSide>
+HWY_INLINE void Map(DF d, const TX* x, TY* y, std::size_t n, bool backward, F&& f, const Ahead<TX>& ahead = {},
+                    const Side& side = {}) {
   const auto store = [&](VF v, TY* at) {
     if constexpr (kNotNaN) {
       StoreF32NotNaN(d, v, at);
@@ -436,10 +437,12 @@ HWY_INLINE void Map(DF d, const TX* x, TY* y, std::size_t n, bool backward, F&& 
       d, n, backward,
       [&](std::size_t i) {
         FetchAhead(ahead, i, hn::Lanes(d));
+        side(i, hn::Lanes(d));
         store(f(LoadF32(d, x + i)), y + i);
       },
       [&](std::size_t i) { store(f(LoadF32(d, x + i)), y + i); },
       [&](std::size_t i, std::size_t count) {
+        side(i, count);
         StoreTailF32(d, f(LoadTailF32(d, x + i, count, hn::Zero(d))), y + i, count);
       });
 }
@@ -454,16 +457,18 @@ HWY_INLINE bool Streams(Stores stores, const T* y) {
 // them by the tail stores: WalkAligned), then fenced. kNotNaN: f's values are never NaN
 // (StoreF32NotNaN). Outputs stream where the input comes from memory: `ahead` goes
 // into L2 only (FetchAhead; one row of 2^24 f32 from DRAM 5-6% faster so).
-template <bool kNotNaN = false, class TX, class TY, class F>
+template <bool kNotNaN = false, class TX, class TY, class F, class Side = NoSide>
 HWY_INLINE void MapStreaming(DF d, const TX* x, TY* y, std::size_t n, bool backward, F&& f,
-                             const Ahead<TX>& ahead = {}) {
+                             const Ahead<TX>& ahead = {}, const Side& side = {}) {
   WalkAligned(
       d, y, n, backward,
       [&](std::size_t i) {
         FetchAhead</*kIntoL2=*/true>(ahead, i, hn::Lanes(d));
+        side(i, hn::Lanes(d));
         StreamF32<kNotNaN>(d, f(LoadF32(d, x + i)), y + i);
       },
       [&](std::size_t i, std::size_t count) {
+        side(i, count);
         StoreTailF32(d, f(LoadTailF32(d, x + i, count, hn::Zero(d))), y + i, count);
       });
   hwy::FlushStream();
@@ -521,9 +526,9 @@ void SoftmaxNormalize(const T* x, T* y, std::size_t n, float m, const InverseTem
   });
 }
 
-template <class T, bool kUnitT>
-void LogSoftmaxNormalizeT(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv, float log_d,
-                          bool backward, Stores stores) {
+template <class T, bool kUnitT, class Side = NoSide>
+HWY_INLINE void LogSoftmaxNormalizeT(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv, float log_d,
+                          bool backward, Stores stores, const Side& side = {}) {
   const DF d;
   const ArgConsts c(d, m, inv);
   const VF vlog_d = hn::Set(d, log_d);
@@ -534,17 +539,17 @@ void LogSoftmaxNormalizeT(const T* x, T* y, std::size_t n, float m, const Invers
     const VF x_minus_m = hn::Add(v, c.neg_m);
     return hn::Sub(kUnitT ? x_minus_m : hn::Mul(x_minus_m, c.t.hi), vlog_d);
   };
-  if (Streams(stores, y)) return MapStreaming<true>(d, x, y, n, backward, f);
-  Map<true>(d, x, y, n, backward, f);
+  if (Streams(stores, y)) return MapStreaming<true>(d, x, y, n, backward, f, {}, side);
+  Map<true>(d, x, y, n, backward, f, {}, side);
 }
 
-template <class T>
-void LogSoftmaxNormalize(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv, float log_d,
-                         bool backward, Stores stores) {
+template <class T, class Side = NoSide>
+HWY_INLINE void LogSoftmaxNormalize(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv, float log_d,
+                         bool backward, Stores stores, const Side& side = {}) {
   if (inv.unit) {
-    LogSoftmaxNormalizeT<T, true>(x, y, n, m, inv, log_d, backward, stores);
+    LogSoftmaxNormalizeT<T, true>(x, y, n, m, inv, log_d, backward, stores, side);
   } else {
-    LogSoftmaxNormalizeT<T, false>(x, y, n, m, inv, log_d, backward, stores);
+    LogSoftmaxNormalizeT<T, false>(x, y, n, m, inv, log_d, backward, stores, side);
   }
 }
 
@@ -943,9 +948,10 @@ std::size_t SoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, 
 // log_softmax of contiguous rows in one call (the general path's max, sum and write
 // passes took a dispatch and a finish per row: 82 ns a row of 10 floats): rows of
 // at most two vectors across lanes, rows of up to 16 vectors in registers (a group at
-// a time), others by the max, the sum with the terms at the max counted apart
-// (log(d) = log1p(d - 1) keeps a dominant max's tiny rest), and (x - m) / T - log(d),
-// the next row fetched meanwhile.
+// a time), others by the sum with the terms at the max counted apart (log(d) =
+// log1p(d - 1) keeps a dominant max's tiny rest), the next row fetched meanwhile, and
+// (x - m) / T - log(d), the next row's max found beside it (its loads fill the cycles
+// of a pass that does one subtraction a vector), as RowsFusedPasses does.
 template <class T>
 std::size_t LogSoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows, std::size_t n,
                            const InverseTemperature& inv, Stores stores) {
@@ -965,14 +971,24 @@ std::size_t LogSoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t y
     return LogRowsInRegistersT<T, kMaxRegisterVectors>(x, xs, y, ys, rows, n, inv, stores);
   }
   const bool prefetch = n * sizeof(T) <= kPrefetchRowBytes;
+  float m = rows > 0 ? RMax(x, n) : 0.0f;
   for (std::size_t r = 0; r < rows; ++r) {
     const T* xr = x + static_cast<std::ptrdiff_t>(r) * xs;
-    const float m = RMax(xr, n);
+    T* yr = y + static_cast<std::ptrdiff_t>(r) * ys;
     if (!std::isfinite(m)) return r;
     const Ahead<T> next{prefetch && r + 1 < rows ? xr + xs : nullptr, nullptr};
     const ExpSum sum = RSumExp(xr, n, m, inv, /*count_at_max=*/true, /*backward=*/false, next);
-    LogSoftmaxNormalize(xr, y + static_cast<std::ptrdiff_t>(r) * ys, n, m, inv, LogOfSum(sum.at_max, sum.below_max),
-                        false, stores);
+    const float log_d = LogOfSum(sum.at_max, sum.below_max);
+    const T* x_next = r + 1 < rows ? xr + xs : nullptr;
+    if (x_next != nullptr && !Streams(stores, yr)) {
+      MaxLanes<T, 2> next_max;
+      LogSoftmaxNormalize(xr, yr, n, m, inv, log_d, false, stores,
+                          [&](std::size_t i, std::size_t count) { next_max.Add(x_next + i, count); });
+      m = next_max.Result(x_next, n);
+    } else {
+      LogSoftmaxNormalize(xr, yr, n, m, inv, log_d, false, stores);
+      if (x_next != nullptr) m = RMax(x_next, n);
+    }
   }
   return rows;
 }

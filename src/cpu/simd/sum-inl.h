@@ -48,10 +48,14 @@ HWY_INLINE void AddWide(SumWideD dd, hn::Vec<SumWideD>& lo, hn::Vec<SumWideD>& h
 // within three float ulps, the accuracy bar allows sixteen), and the widening, whose
 // conversions and lane moves cost more than the adds, comes once per sixteen
 // vectors. Pairs and single terms (a row's last vectors) widen at once. With
-// kSplitAtMax, terms at the max (z == 0, exp exactly 1) are counted in integer lanes
-// instead, so that d - 1 stays exact for log_softmax and logsumexp (ExpSum); the
-// lanes move into a 64-bit count every kBlocksPerCountFold blocks, before they can
-// wrap (a safe row of 2^35 equal f32 elements counts 2^31 in each of 16 lanes).
+// kSplitAtMax, terms at the max (z == 0, exp exactly 1; z <= 0 everywhere else) are
+// counted in integer lanes instead, so that d - 1 stays exact for log_softmax and
+// logsumexp (ExpSum); the lanes move into a 64-bit count every kBlocksPerCountFold
+// blocks, before they can wrap (a safe row of 2^35 equal f32 elements counts 2^31 in
+// each of 16 lanes). A row holds its max in few places, so four vectors are split
+// only where the max of their z is 0: four operations a vector (compare, mask to
+// lanes, count, zero) became one and a quarter, and the sums keep their bits (rows of
+// 1000 to 8192 floats in cache, log_softmax: ...).
 template <bool kSplitAtMax>
 class SumLanes {
   using DF = hn::ScalableTag<float>;
@@ -63,7 +67,13 @@ class SumLanes {
   SumLanes() : a0_(hn::Zero(dd_)), a1_(a0_), block_(hn::Zero(d_)), count_(hn::Zero(di_)) {}
 
   HWY_INLINE void Add(VF e0, VF z0, VF e1, VF z1, VF e2, VF z2, VF e3, VF z3) {
-    block_ = hn::Add(block_, hn::Add(hn::Add(Term(e0, z0), Term(e1, z1)), hn::Add(Term(e2, z2), Term(e3, z3))));
+    if (HWY_UNLIKELY(AnyAtMax(hn::Max(hn::Max(z0, z1), hn::Max(z2, z3))))) {
+      e0 = Term(e0, z0);
+      e1 = Term(e1, z1);
+      e2 = Term(e2, z2);
+      e3 = Term(e3, z3);
+    }
+    block_ = hn::Add(block_, hn::Add(hn::Add(e0, e1), hn::Add(e2, e3)));
     if (++block_fours_ == kBlockFours) {
       AddWide(dd_, a0_, a1_, block_);
       block_ = hn::Zero(d_);
@@ -73,8 +83,17 @@ class SumLanes {
       }
     }
   }
-  HWY_INLINE void Add(VF e0, VF z0, VF e1, VF z1) { AddWide(dd_, a0_, a1_, hn::Add(Term(e0, z0), Term(e1, z1))); }
-  HWY_INLINE void Add(VF e, VF z) { AddWide(dd_, a0_, a1_, Term(e, z)); }
+  HWY_INLINE void Add(VF e0, VF z0, VF e1, VF z1) {
+    if (HWY_UNLIKELY(AnyAtMax(hn::Max(z0, z1)))) {
+      e0 = Term(e0, z0);
+      e1 = Term(e1, z1);
+    }
+    AddWide(dd_, a0_, a1_, hn::Add(e0, e1));
+  }
+  HWY_INLINE void Add(VF e, VF z) {
+    if (HWY_UNLIKELY(AnyAtMax(z))) e = Term(e, z);
+    AddWide(dd_, a0_, a1_, e);
+  }
 
   ExpSum Result() const {
     ExpSum r;
@@ -86,14 +105,19 @@ class SumLanes {
   }
 
  private:
-  HWY_INLINE VF Term(VF e, VF z) {
+  // Whether a lane of z_max (the max of some vectors' z) is at the row's max.
+  HWY_INLINE bool AnyAtMax(VF z_max) const {
     if constexpr (kSplitAtMax) {
-      const auto at_max = hn::Eq(z, hn::Zero(d_));
-      count_ = hn::Sub(count_, hn::VecFromMask(di_, hn::RebindMask(di_, at_max)));  // a true lane is -1
-      return hn::IfThenZeroElse(at_max, e);
+      return !hn::AllFalse(d_, hn::Eq(z_max, hn::Zero(d_)));
     } else {
-      return e;
+      return false;
     }
+  }
+
+  HWY_INLINE VF Term(VF e, VF z) {
+    const auto at_max = hn::Eq(z, hn::Zero(d_));
+    count_ = hn::Sub(count_, hn::VecFromMask(di_, hn::RebindMask(di_, at_max)));  // a true lane is -1
+    return hn::IfThenZeroElse(at_max, e);
   }
 
   // The lanes hold at most 2^16 each between folds (kBlocksPerCountFold), so their
