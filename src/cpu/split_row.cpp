@@ -126,9 +126,14 @@ void split_row(const Row<T>& row, const RowParams& p) {
   // both, so that a split row costs one fork and join, not one per pass. Pass 1
   // allocates nothing (for_each_share: no throw before the sync).
   detail::for_each_share(chunks, p.row_threads, [&](detail::Share share, auto&& sync) {
-    // Pass 1: each chunk's (max, sum).
+    // Pass 1: each chunk's (max, sum). A chunk's max may come from the sum pass of
+    // the one before it (next_max).
+    bool next_max_known = false;
+    C next_max = 0;
     for (std::int64_t c = share.begin; c < share.end; ++c) {
       Stats<C>& s = partial[static_cast<std::size_t>(c)];
+      const bool max_known = next_max_known;
+      next_max_known = false;
       // Beside the exps: the next chunk's input, and under fused over chunks the
       // output lines the exps go to for writing: the next chunk's where the exps go to y
       // (f32), this chunk's where they wait in a float buffer (16-bit), so that its
@@ -148,7 +153,7 @@ void split_row(const Row<T>& row, const RowParams& p) {
         if (store_exps) stored[static_cast<std::size_t>(c)] = {guessed.g, guessed.sum.stored_scale};
         continue;
       }
-      s.m = max_pass(row.x, row.x_stride, begin(c), end(c), -std::numeric_limits<C>::infinity());
+      s.m = max_known ? next_max : max_pass(row.x, row.x_stride, begin(c), end(c), -std::numeric_limits<C>::infinity());
       if (!std::isfinite(s.m)) continue;
       if constexpr (kSimdRows<T>) {
         if (store_exps) {
@@ -157,6 +162,17 @@ void split_row(const Row<T>& row, const RowParams& p) {
                                                                   static_cast<float>(s.m), p.inv_t, next);
           add_exp_sum(s.d, sum);
           stored[static_cast<std::size_t>(c)] = {static_cast<double>(s.m), sum.stored_scale};
+          continue;
+        }
+        if (contiguous && x_next >= 0) {
+          // The next chunk's max beside this one's exps (the same max and sum as the
+          // passes apart; log_softmax 8 x 128256 ...).
+          const simd::ExpSumAndNextMax r = simd::f32_rsum_exp_minus_max_and_next_max(
+              row.x + begin(c), static_cast<std::size_t>(end(c) - begin(c)), static_cast<float>(s.m), p.inv_t,
+              sum_for(p.op) == SumFor::log, row.x + begin(x_next), static_cast<std::size_t>(end(x_next) - begin(x_next)));
+          add_exp_sum(s.d, r.sum);
+          next_max = static_cast<C>(r.next_max);
+          next_max_known = true;
           continue;
         }
       }

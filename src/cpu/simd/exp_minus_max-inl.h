@@ -335,8 +335,9 @@ HWY_INLINE V ExpMinusMaxTable(D d, const TableLanes<D>& c, V x, V& s) {
 }
 
 // exp(x - m) by the table form with t taken from x directly (DirectTableSplit):
-// 13 operations a vector. z is x, not x - m: for passes that do not count the terms
-// at the max (SumLanes<false>).
+// 13 operations a vector. z is x, not x - m: passes that count the terms at the max
+// find them where z is z_at_max, m itself (SumLanes), and take below_max_correction
+// as TableExp's.
 //
 // kCoarse, for softmax rows stored as f16 or bf16 (whose outputs keep 11 and 8
 // bits): 11 operations, within 4e-6 of exp(x - m) instead of 1.01 ulp. The reduction
@@ -351,11 +352,15 @@ template <ExpRange kRange, class D, bool kCoarse = false>
 struct DirectTableExp {
   using V = hn::Vec<D>;
   static_assert(kRange != ExpRange::gradual && kHasScalef<V>);
+  float z_at_max;
+  double below_max_correction;
   V rounding, threshold, shift_a, delta;
   V table_lo, table_hi;  // as TableLanes's
 
   DirectTableExp(D d, const DirectTableSplit& s)
-      : rounding(hn::Set(d, s.rounding)),
+      : z_at_max(s.table.m),
+        below_max_correction(s.table.below_max_correction),
+        rounding(hn::Set(d, s.rounding)),
         threshold(hn::Set(d, s.threshold)),
         shift_a(hn::Set(d, s.table.shift_a)),
         delta(hn::Set(d, kCoarse ? s.table.coarse_delta() : s.table.delta)),

@@ -106,9 +106,11 @@ struct ScaledFoldedExp {
   Inner inner;
   VF hi, lo;
   double below_max_correction = 1;  // Inner's, where it has one (the passes that mark the max)
+  float z_at_max = 0;                // Inner's (ZAtMax)
   ScaledFoldedExp(DF d, const Inner& e, const InverseTemperature& inv)
       : inner(e), hi(hn::Set(d, inv.hi)), lo(hn::Set(d, inv.lo)) {
     if constexpr (requires { e.below_max_correction; }) below_max_correction = e.below_max_correction;
+    if constexpr (requires { e.z_at_max; }) z_at_max = e.z_at_max;
   }
   HWY_INLINE VF operator()(DF d, VF x, VF& z) const {
     const VF p = hn::Mul(x, hi);
@@ -116,6 +118,18 @@ struct ScaledFoldedExp {
     return inner(d, p, p_lo, z);
   }
 };
+
+// The z that an exp functor gives the terms at the max, above every other z
+// (SumLanes): 0 where z is x - m, the max where z is x (DirectTableExp, and so
+// ScaledFoldedExp around it, whose z is hi x and its max hi m rounded alike).
+template <class Exp>
+HWY_INLINE float ZAtMax(const Exp& exp_of) {
+  if constexpr (requires { exp_of.z_at_max; }) {
+    return exp_of.z_at_max;
+  } else {
+    return 0.0f;
+  }
+}
 
 // WithFoldedExp<kRange, kMarksMax, kCoarse> for a row whose max folds (FoldsMax).
 template <ExpRange kRange, bool kMarksMax, bool kCoarse, class F>
@@ -132,8 +146,9 @@ HWY_INLINE auto WithRowFoldedExp(float m, const InverseTemperature& inv, F&& f) 
       folded.exact);
 }
 
-// Passes without the terms at the max (kMarksMax false) are softmax's, whose 16-bit
-// outputs take DirectTableExp's coarse form.
+// Softmax's passes that count no terms at the max (kMarksMax false) take
+// DirectTableExp's coarse form for 16-bit outputs; the log ops' sums, whose log(d)
+// meets a cancellation in logsumexp, keep the full one.
 template <class T>
 inline constexpr bool kCoarseFor = !std::is_same_v<T, float>;
 
@@ -141,14 +156,15 @@ inline constexpr bool kCoarseFor = !std::is_same_v<T, float>;
 // reference could alias the outputs as far as the compiler knows, and every step of a
 // pass would load the functor's lanes again (the scaling pass ran 17% slower so).
 // kMarksMax false: f's pass counts no terms at the max, so its z need not be x - m
-// (WithFoldedExp's DirectTableExp, one operation a vector fewer). kFoldScaled as
-// FoldsMax's.
-template <class T, bool kMarksMax = true, bool kFoldScaled = true, class F>
+// (WithFoldedExp's DirectTableExp, one operation a vector fewer; its terms at the max
+// are found by ZAtMax). kFoldScaled as FoldsMax's; kCoarse: DirectTableExp's coarse
+// form (kCoarseFor).
+template <class T, bool kMarksMax = true, bool kFoldScaled = true, bool kCoarse = kCoarseFor<T>, class F>
 HWY_INLINE auto WithExp(float m, const InverseTemperature& inv, F&& f) {
   const DF d;
   if (FoldsMax<kFoldScaled>(m, inv)) {
-    return WithRowFoldedExp<std::is_same_v<T, bfloat16> ? ExpRange::gradual : ExpRange::flush, kMarksMax,
-                            kCoarseFor<T>>(m, inv, f);
+    return WithRowFoldedExp<std::is_same_v<T, bfloat16> ? ExpRange::gradual : ExpRange::flush, kMarksMax, kCoarse>(
+        m, inv, f);
   }
   if (inv.unit) return f(ExactArgumentExp<T, true>(d, m, inv));
   return f(ExactArgumentExp<T, false>(d, m, inv));
@@ -158,14 +174,14 @@ HWY_INLINE auto WithExp(float m, const InverseTemperature& inv, F&& f) {
 // rows exps 2^64 times too large (never subnormal), which that one multiply takes
 // back, so that their subnormal outputs come without the gradual exp (and its lack of
 // the table).
-template <class T, bool kMarksMax = true, bool kFoldScaled = true, class F>
+template <class T, bool kMarksMax = true, bool kFoldScaled = true, bool kCoarse = kCoarseFor<T>, class F>
 HWY_INLINE auto WithSoftmaxExp(float m, const InverseTemperature& inv, F&& f) {
   if constexpr (std::is_same_v<T, bfloat16>) {
     if (FoldsMax<kFoldScaled>(m, inv)) {
-      return WithRowFoldedExp<ExpRange::times_2_64, kMarksMax, kCoarseFor<T>>(m, inv, f);
+      return WithRowFoldedExp<ExpRange::times_2_64, kMarksMax, kCoarse>(m, inv, f);
     }
   }
-  return WithExp<T, kMarksMax, kFoldScaled>(m, inv, f);
+  return WithExp<T, kMarksMax, kFoldScaled, kCoarse>(m, inv, f);
 }
 
 // The factor by which WithSoftmaxExp's exps exceed exp((x - m) / T): 2^64 for bf16
@@ -230,6 +246,14 @@ class MaxLanes {
       m_[kChains - 1] = hn::Max(m_[kChains - 1], hn::IfThenElse(hn::FirstN(d_, count), v, neg_inf));
       if constexpr (kFindsNaN) sums_[1] = hn::Add(sums_[1], v);
     }
+  }
+
+  // Adds [p, p + count) for any count.
+  HWY_INLINE void AddAny(const T* p, std::size_t count) {
+    const std::size_t N = hn::Lanes(d_);
+    std::size_t i = 0;
+    for (; i + N <= count; i += N) Add(p + i, N);
+    if (i < count) Add(p + i, count - i);
   }
 
   // The max of the row x[0, n), every element of which was added.
@@ -299,7 +323,7 @@ HWY_INLINE ExpSum RExp(const Exp& exp_of, const T* x, float* e, std::size_t n, b
   const DF d;
   const std::size_t N = hn::Lanes(d);
   const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
-  SumLanes<kSplitAtMax> sum;
+  SumLanes<kSplitAtMax> sum(ZAtMax(exp_of));
   auto store = [&](VF v, std::size_t i) {
     if constexpr (kStore) hn::StoreU(v, d, e + i);
   };
@@ -348,14 +372,18 @@ HWY_INLINE ExpSum RExp(const Exp& exp_of, const T* x, float* e, std::size_t n, b
 // The sum of WithSoftmaxExp's exps (bf16 rows whose max folds: 2^64 times too large,
 // never subnormal, so no gradual steps, and terms below float's normal range keep
 // every bit), scaled back in double, exactly. `side` runs beside each step (RExp).
+// The exps need no z = x - m even where the terms at the max are counted (ZAtMax):
+// log_softmax rows of 1000 to 8192 floats in cache ... as fast as with it.
 template <bool kCountAtMax, bool kFetchIntoL2, class T, class Side>
 ExpSum RSumExpT(const T* x, std::size_t n, float m, const InverseTemperature& inv, bool backward,
                 const Ahead<T>& ahead, const Side& side) {
-  ExpSum sum = WithSoftmaxExp<T, kCountAtMax>(m, inv, [&](const auto exp_of) SMAX_INLINE_LAMBDA {
-    ExpSum s = RExp<false, kCountAtMax, kFetchIntoL2>(exp_of, x, nullptr, n, backward, ahead, side);
-    if constexpr (kCountAtMax) s.below_max *= exp_of.below_max_correction;  // softmax scales its exps as they are
-    return s;
-  });
+  constexpr bool kCoarse = kCoarseFor<T> && !kCountAtMax;
+  ExpSum sum = WithSoftmaxExp<T, /*kMarksMax=*/false, /*kFoldScaled=*/true, kCoarse>(
+      m, inv, [&](const auto exp_of) SMAX_INLINE_LAMBDA {
+        ExpSum s = RExp<false, kCountAtMax, kFetchIntoL2>(exp_of, x, nullptr, n, backward, ahead, side);
+        if constexpr (kCountAtMax) s.below_max *= exp_of.below_max_correction;  // softmax scales its exps as they are
+        return s;
+      });
   sum.below_max /= SoftmaxExpScale<T>(m, inv);
   return sum;
 }
@@ -365,6 +393,25 @@ ExpSum RSumExp(const T* x, std::size_t n, float m, const InverseTemperature& inv
                const Ahead<T>& ahead, const Side& side = {}) {
   return count_at_max ? RSumExpT<true, kFetchIntoL2>(x, n, m, inv, backward, ahead, side)
                       : RSumExpT<false, kFetchIntoL2>(x, n, m, inv, backward, ahead, side);
+}
+
+// RSumExp forward with, beside it, the max of x_next[0, n_next) (n_next <= n), whose
+// loads fill the cycles of the exps: the next chunk's max for a split row's pass 1.
+template <class T>
+ExpSumAndNextMax RSumExpAndNextMax(const T* x, std::size_t n, float m, const InverseTemperature& inv,
+                                   bool count_at_max, const T* x_next, std::size_t n_next) {
+  MaxLanes<T, 2> max;
+  const auto beside = [&](std::size_t i, std::size_t count) SMAX_INLINE_LAMBDA {
+    if (i + count <= n_next) {
+      max.Add(x_next + i, count);
+    } else if (i < n_next) {
+      max.AddAny(x_next + i, n_next - i);
+    }
+  };
+  ExpSumAndNextMax r;
+  r.sum = RSumExp(x, n, m, inv, count_at_max, false, Ahead<T>{}, beside);
+  r.next_max = n_next > 0 ? max.Result(x_next, n_next) : -std::numeric_limits<float>::infinity();
+  return r;
 }
 
 // Only softmax stores exps, and its d needs no exact d - 1. bf16 rows store them 2^64
@@ -1054,6 +1101,10 @@ void Convert(const T* x, float* wide, T* y, std::size_t n) {
                            const Ahead<T>& ahead) {                                                             \
     return RStoreExp(x, e, n, m, inv, ahead);                                                                   \
   }                                                                                                             \
+  ExpSumAndNextMax RSumExpAndNextMax##Suffix(const T* x, std::size_t n, float m, const InverseTemperature& inv,     \
+                                             bool count_at_max, const T* x_next, std::size_t n_next) {          \
+    return RSumExpAndNextMax(x, n, m, inv, count_at_max, x_next, n_next);                                       \
+  }                                                                                                             \
   GuessedExpSum RStoreExpFromGuess##Suffix(const T* x, float* e, std::size_t n, const InverseTemperature& inv,  \
                                            const Ahead<T>& ahead) {                                             \
     return ExpsFromGuess<true>(x, e, n, inv, ahead);                                                            \
@@ -1100,6 +1151,7 @@ namespace smax::cpu::simd {
   HWY_EXPORT(RMax##Suffix);                                                                                       \
   HWY_EXPORT(RSumExp##Suffix);                                                                                    \
   HWY_EXPORT(RStoreExp##Suffix);                                                                                  \
+  HWY_EXPORT(RSumExpAndNextMax##Suffix);                                                                          \
   HWY_EXPORT(RStoreExpFromGuess##Suffix);                                                                         \
   HWY_EXPORT(RSumExpFromGuess##Suffix);                                                                           \
   HWY_EXPORT(VScale##Suffix);                                                                                     \
@@ -1122,6 +1174,11 @@ namespace smax::cpu::simd {
                                 bool backward, const Ahead<T>& ahead) {                                           \
     return HWY_DYNAMIC_DISPATCH(RSumExp##Suffix)(x, n, m, InverseTemperature::of(inv_t), count_at_max, backward,  \
                                                  ahead);                                                          \
+  }                                                                                                               \
+  ExpSumAndNextMax f32_rsum_exp_minus_max_and_next_max(const T* x, std::size_t n, float m, double inv_t,          \
+                                                       bool count_at_max, const T* x_next, std::size_t n_next) {  \
+    return HWY_DYNAMIC_DISPATCH(RSumExpAndNextMax##Suffix)(x, n, m, InverseTemperature::of(inv_t), count_at_max,  \
+                                                           x_next, n_next);                                       \
   }                                                                                                               \
   ExpSum f32_rstore_exp_minus_max(const T* x, float* e, std::size_t n, float m, double inv_t,                     \
                                   const Ahead<T>& ahead) {                                                        \

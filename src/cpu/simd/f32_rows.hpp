@@ -60,6 +60,20 @@ ExpSum f32_rsum_exp_minus_max(const half* x, std::size_t n, float m, double inv_
 ExpSum f32_rsum_exp_minus_max(const bfloat16* x, std::size_t n, float m, double inv_t, bool count_at_max,
                               bool backward, const Ahead<bfloat16>& ahead = {});
 
+// f32_rsum_exp_minus_max forward, and beside it the max of x_next[0, n_next) (NaN if
+// one is NaN; n_next <= n): a split row's next chunk, whose loads fill the cycles of
+// the exps instead of taking a pass of their own.
+struct ExpSumAndNextMax {
+  ExpSum sum;
+  float next_max = 0;
+};
+ExpSumAndNextMax f32_rsum_exp_minus_max_and_next_max(const float* x, std::size_t n, float m, double inv_t,
+                                                     bool count_at_max, const float* x_next, std::size_t n_next);
+ExpSumAndNextMax f32_rsum_exp_minus_max_and_next_max(const half* x, std::size_t n, float m, double inv_t,
+                                                     bool count_at_max, const half* x_next, std::size_t n_next);
+ExpSumAndNextMax f32_rsum_exp_minus_max_and_next_max(const bfloat16* x, std::size_t n, float m, double inv_t,
+                                                     bool count_at_max, const bfloat16* x_next,
+                                                     std::size_t n_next);
 // The fused variant's middle pass: e[i] = exp((x[i] - m) * inv_t) (times the result's
 // stored_scale), and their sum (all of it in below_max: softmax needs no exact d - 1).
 // e may be x itself for float rows.
