@@ -57,7 +57,7 @@ HWY_INLINE VF ExpFor(DF d, VF z, VF z_lo) {
 
 // The two ways to the exps exp((x - m) / T), as functors the passes take: both return
 // the exp and set z, the argument (0 exactly at the max: SumLanes counts the terms at
-// the max by it).
+// the max by it; see ZAtMax).
 //
 // ExactArgumentExp: x - m with its rounding error, scaled by 1/T (argument-inl.h),
 // then exp-inl.h's exp. Any finite m, any T.
@@ -373,7 +373,7 @@ HWY_INLINE ExpSum RExp(const Exp& exp_of, const T* x, float* e, std::size_t n, b
 // never subnormal, so no gradual steps, and terms below float's normal range keep
 // every bit), scaled back in double, exactly. `side` runs beside each step (RExp).
 // The exps need no z = x - m even where the terms at the max are counted (ZAtMax):
-// log_softmax rows of 1000 to 8192 floats in cache ... as fast as with it.
+// log_softmax rows of 1000 to 131072 floats in cache 1.01-1.05x as fast as with it.
 template <bool kCountAtMax, bool kFetchIntoL2, class T, class Side>
 ExpSum RSumExpT(const T* x, std::size_t n, float m, const InverseTemperature& inv, bool backward,
                 const Ahead<T>& ahead, const Side& side) {

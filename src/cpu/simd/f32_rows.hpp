@@ -130,8 +130,8 @@ std::size_t f32_softmax_rows(const bfloat16* x, std::ptrdiff_t x_row_stride, bfl
 
 // The same for log_softmax: rows of at most two vectors across lanes, rows of up to
 // 16 vectors in registers (a group of rows sharing one vector log1p), others by the
-// max, the sum (the terms at the max counted apart, so that log(d) = log1p(d - 1)
-// keeps a dominant max's tiny rest) and the write pass.
+// sum (the terms at the max counted apart, so that log(d) = log1p(d - 1) keeps a
+// dominant max's tiny rest) and the write pass, which finds the next row's max.
 std::size_t f32_log_softmax_rows(const float* x, std::ptrdiff_t x_row_stride, float* y, std::ptrdiff_t y_row_stride,
                                  std::size_t rows, std::size_t n, double inv_t, Stores stores = Stores::cached);
 std::size_t f32_log_softmax_rows(const half* x, std::ptrdiff_t x_row_stride, half* y, std::ptrdiff_t y_row_stride,
