@@ -244,11 +244,27 @@ struct FloatSums {
   VF at_max_in_block = hn::Zero(DF());
   Wide others;
   FloatSums(const ColumnState<float>& s, std::size_t j) : others(LoadWide(s.others + j)) {}
-  // The kCount terms e[k] of the elements v[k].
+
+  // The term that the exp e of the element v adds to `others` (0 where v is the max m,
+  // which it counts instead): taken as each exp comes, so that v need not live until
+  // the block's Add (at T != 1 log_softmax panels of 256 rows spilled registers so).
+  HWY_INLINE VF Term(VF e, VF v, VF m) {
+    if constexpr (kCountAtMax) {
+      const auto is_max = hn::Eq(v, m);
+      at_max_in_block = hn::Add(at_max_in_block, hn::IfThenElseZero(is_max, hn::Set(DF(), 1.0f)));
+      return hn::IfThenZeroElse(is_max, e);
+    } else {
+      (void)v;
+      (void)m;
+      return e;
+    }
+  }
+
+  // A block's kCount terms (Term).
   template <std::size_t kCount>
-  HWY_INLINE void Add(const VF (&e)[kCount], const VF (&v)[kCount], VF m) {
+  HWY_INLINE void Add(const VF (&terms)[kCount]) {
     VF t[kCount];
-    for (std::size_t k = 0; k < kCount; ++k) t[k] = Term(e[k], v[k], m);
+    for (std::size_t k = 0; k < kCount; ++k) t[k] = terms[k];
     for (std::size_t w = kCount; w > 1; w = (w + 1) / 2) {
       for (std::size_t k = 0; k < w / 2; ++k) t[k] = hn::Add(t[2 * k], t[2 * k + 1]);
       if (w % 2 != 0) t[w / 2] = t[w - 1];
@@ -261,19 +277,6 @@ struct FloatSums {
     }
     StoreWide(others, s.others + j);
   }
-
- private:
-  HWY_INLINE VF Term(VF e, VF v, VF m) {
-    if constexpr (kCountAtMax) {
-      const auto is_max = hn::Eq(v, m);
-      at_max_in_block = hn::Add(at_max_in_block, hn::IfThenElseZero(is_max, hn::Set(DF(), 1.0f)));
-      return hn::IfThenZeroElse(is_max, e);
-    } else {
-      (void)v;
-      (void)m;
-      return e;
-    }
-  }
 };
 
 // Double lanes: a compensated sum (the f64 bar leaves no room for n roundings of a
@@ -284,14 +287,17 @@ struct DoubleSums {
       : at_max(hn::LoadU(D64(), s.at_max + j)),
         others(hn::LoadU(D64(), s.others + j)),
         error(hn::LoadU(D64(), s.others_error + j)) {}
-  template <std::size_t kCount>
-  HWY_INLINE void Add(const V64 (&e)[kCount], const V64 (&v)[kCount], V64 m) {
-    for (std::size_t k = 0; k < kCount; ++k) Add(e[k], v[k], m);
-  }
-  HWY_INLINE void Add(V64 e, V64 v, V64 m) {
+  // As FloatSums's.
+  HWY_INLINE V64 Term(V64 e, V64 v, V64 m) {
     const auto is_max = hn::Eq(v, m);
     at_max = hn::Add(at_max, hn::IfThenElseZero(is_max, hn::Set(D64(), 1.0)));
-    const V64 term = hn::IfThenZeroElse(is_max, e);
+    return hn::IfThenZeroElse(is_max, e);
+  }
+  template <std::size_t kCount>
+  HWY_INLINE void Add(const V64 (&terms)[kCount]) {
+    for (V64 term : terms) Add(term);
+  }
+  HWY_INLINE void Add(V64 term) {
     const V64 sum = hn::Add(others, term);
     error = hn::Add(error, hn::Add(hn::Sub(hn::Max(others, term), sum), hn::Min(others, term)));
     others = sum;
@@ -306,18 +312,64 @@ struct DoubleSums {
 template <class L, bool kCountAtMax>
 using Sums = std::conditional_t<std::is_same_v<L, double>, DoubleSums, FloatSums<kCountAtMax>>;
 
-// Whether a column vector with (finite, or 0 for a non-finite column) maxima m can take
-// exp_minus_max-inl.h's exp: float lanes with FMA, unit temperature, |m| <= 16384.
+// A value of the folded exps' argument, v / T, as the rows' ScaledFoldedExp and
+// FoldedMax take it in f32_rows.cpp: hi v rounded, and the rest, (hi v - that) + lo
+// v, rounded by 2^-48 of it (FMA); v itself, and no rest, at unit temperature. The
+// exps take x's against their column's max's, so that their argument is 0 exactly at
+// the max.
+template <class D>
+struct FoldedLanes {
+  hn::Vec<D> hi, lo;
+};
+
 template <bool kUnitT, class D, class V = hn::Vec<D>>
-HWY_INLINE bool FoldsMax(D d, V m) {
-  if constexpr (kUnitT && HWY_NATIVE_FMA && std::is_same_v<hn::TFromD<D>, float>) {
-    return hn::AllTrue(d, hn::Le(hn::Abs(m), hn::Set(d, 16384.0f)));
+HWY_INLINE FoldedLanes<D> Folded(D d, const InverseTemperatureLanes<D>& t, V v) {
+  if constexpr (kUnitT) {
+    (void)t;
+    return {v, hn::Zero(d)};
+  } else {
+    const V p = hn::Mul(v, t.hi);
+    return {p, hn::MulAdd(v, t.lo, hn::MulSub(v, t.hi, p))};
+  }
+}
+
+// Whether a column vector whose maxima (finite, or 0 for a non-finite column) fold to
+// `max` (Folded) can take exp_minus_max-inl.h's exp: float lanes with FMA (which the
+// rest of a product needs), |max.hi| <= 16384.
+template <class D>
+HWY_INLINE bool FoldsMax(D d, const FoldedLanes<D>& max) {
+  if constexpr (HWY_NATIVE_FMA && std::is_same_v<hn::TFromD<D>, float>) {
+    return hn::AllTrue(d, hn::Le(hn::Abs(max.hi), hn::Set(d, 16384.0f)));
   } else {
     (void)d;
-    (void)m;
+    (void)max;
     return false;
   }
 }
+
+// The folded max's split in lanes (MaxSplitLanes or TableLanes), its rest added to
+// delta at T != 1 (one more rounding of |delta| <= 0.35: 2e-8, common to the column).
+template <class Split, bool kUnitT, class D>
+HWY_INLINE Split SplitOf(D d, const FoldedLanes<D>& max) {
+  Split split = Split::PerLane(d, max.hi);
+  if constexpr (!kUnitT) split.delta = hn::Add(split.delta, max.lo);
+  return split;
+}
+
+// exp(x / T - max / T) by the split of the max's folded value (SplitOf).
+template <ExpRange kRange, class D, class V = hn::Vec<D>>
+HWY_INLINE V FoldedExp(D d, const MaxSplitLanes<D>& split, const FoldedLanes<D>& x) {
+  V unused;
+  return ExpMinusMax<kRange>(d, split, x.hi, x.lo, unused);
+}
+
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+template <ExpRange kRange, class D, class V = hn::Vec<D>>
+HWY_INLINE V FoldedExp(D d, const TableLanes<D>& split, const FoldedLanes<D>& x) {
+  V unused;
+  return ExpMinusMaxTable<kRange>(d, split, x.hi, x.lo, unused);
+}
+#endif
 
 // The folded exp's range below float's normal numbers for an output of type T (as Exp).
 template <class T>
@@ -368,25 +420,20 @@ HWY_INLINE bool TakesTable(D d, V m) {
 template <bool kUnitT, ExpRange kRange, class T, class D, class F, class V = hn::Vec<D>>
 HWY_INLINE void WithColumnExp(D d, const InverseTemperatureLanes<D>& t, V neg_m, F&& f) {
   if constexpr (std::is_same_v<hn::TFromD<D>, float>) {
-    const V m = hn::Neg(neg_m);
-    if (FoldsMax<kUnitT>(d, m)) {
+    const FoldedLanes<D> max = Folded<kUnitT>(d, t, hn::Neg(neg_m));
+    if (FoldsMax(d, max)) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
       if constexpr (kRange != ExpRange::gradual && kHasScalef<V>) {
-        if (TakesTable<kRange>(d, m)) {
-          const TableLanes<D> split = TableLanes<D>::PerLane(d, m);
-          f([=](V v) SMAX_INLINE_LAMBDA {
-            V unused;
-            return ExpMinusMaxTable<kRange>(d, split, v, unused);
-          });
+        if (TakesTable<kRange>(d, max.hi)) {
+          const TableLanes<D> split = SplitOf<TableLanes<D>, kUnitT>(d, max);
+          f([=](V v) SMAX_INLINE_LAMBDA { return FoldedExp<kRange>(d, split, Folded<kUnitT>(d, t, v)); });
           return;
         }
       }
 #endif
-      const MaxSplitLanes<D> split = MaxSplitLanes<D>::Of(d, m);
-      f([=](V v) SMAX_INLINE_LAMBDA {  // by value: by reference, its lanes would be reloaded after every store
-        V unused;
-        return ExpMinusMax<kRange>(d, split, v, unused);
-      });
+      const MaxSplitLanes<D> split = SplitOf<MaxSplitLanes<D>, kUnitT>(d, max);
+      // By value: by reference, its lanes would be reloaded after every store.
+      f([=](V v) SMAX_INLINE_LAMBDA { return FoldedExp<kRange>(d, split, Folded<kUnitT>(d, t, v)); });
       return;
     }
   }
@@ -427,14 +474,15 @@ void SumPass(D d, Strided<const T> x, Strided<L> terms, std::size_t width, std::
       // pace of this pass's arithmetic.
       const bool fetch = j < next_width;
       auto rows = [&](auto&& exp_of) SMAX_INLINE_LAMBDA {
-        hn::Vec<D> v[kRows], e[kRows];
+        hn::Vec<D> terms_of_block[kRows];
         for (std::size_t k = 0; k < kRows; ++k) {
           if (fetch) __builtin_prefetch(next.row(i + k) + j, 0, 2);
-          v[k] = Load<T, kTail>(d, x.row(i + k) + j, count, hn::Zero(d));
-          e[k] = exp_of(v[k]);
-          if constexpr (kStore) Store<L, kTail>(d, e[k], terms.row(i + k) + j, count);
+          const auto v = Load<T, kTail>(d, x.row(i + k) + j, count, hn::Zero(d));
+          const auto e = exp_of(v);
+          if constexpr (kStore) Store<L, kTail>(d, e, terms.row(i + k) + j, count);
+          terms_of_block[k] = sums.Term(e, v, m);
         }
-        sums.Add(e, v, m);
+        sums.Add(terms_of_block);
       };
       WithColumnExp<kUnitT, kStore ? kStoredRange<T> : kSumRange<T, kCountAtMax>, T>(d, t, neg_m, rows);
       sums.Store(s, j);
@@ -520,12 +568,12 @@ void OnlineStatsPass(Strided<const T> x, std::size_t width, std::size_t length, 
       auto add_terms = [&](VF m) SMAX_INLINE_LAMBDA {
         FloatSums<kCountAtMax> sums(s, j);
         WithColumnExp<kUnitT, kSumRange<T, kCountAtMax>, T>(d, t, NegFiniteMax(m), [&](auto&& exp_of) SMAX_INLINE_LAMBDA {
-          VF v[kRows], e[kRows];
+          VF terms_of_block[kRows];
           for (std::size_t k = 0; k < kRows; ++k) {
-            v[k] = load(k);
-            e[k] = exp_of(v[k]);
+            const VF v = load(k);
+            terms_of_block[k] = sums.Term(exp_of(v), v, m);
           }
-          sums.Add(e, v, m);
+          sums.Add(terms_of_block);
         });
         sums.Store(s, j);
       };
@@ -624,28 +672,28 @@ enum class OutputOf { terms, exp, folded_exp, table_exp, log };
 // relative) cancels in the quotient; a panel that mixes forms, and the online sum
 // (against each block's running max), leave it, 2e-8 at most.
 template <bool kUnitT, class T, class D, class L = hn::TFromD<D>>
-OutputOf OutputExp(D d, std::size_t width, const ColumnState<L>& s) {
+OutputOf OutputExp(D d, std::size_t width, const InverseTemperatureLanes<D>& t, const ColumnState<L>& s) {
   const std::size_t N = hn::Lanes(d);
   bool table = true;
   for (std::size_t j = 0; j < width; j += N) {
-    const auto m = hn::Neg(hn::LoadU(d, s.m + j));
-    if (!FoldsMax<kUnitT>(d, m)) return OutputOf::exp;
-    table = table && TakesTable<kOutputRange<T>>(d, m);
+    const FoldedLanes<D> max = Folded<kUnitT>(d, t, hn::Neg(hn::LoadU(d, s.m + j)));
+    if (!FoldsMax(d, max)) return OutputOf::exp;
+    table = table && TakesTable<kOutputRange<T>>(d, max.hi);
   }
   if constexpr (std::is_same_v<L, float>) {
     for (std::size_t j = 0; j < width; j += N) {
-      const auto m = hn::Neg(hn::LoadU(d, s.m + j));
+      const FoldedLanes<D> max = Folded<kUnitT>(d, t, hn::Neg(hn::LoadU(d, s.m + j)));
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
       if constexpr (kHasScalef<hn::Vec<D>>) {
         if (table) {
-          const TableLanes<D> split = TableLanes<D>::PerLane(d, m);
+          const TableLanes<D> split = SplitOf<TableLanes<D>, kUnitT>(d, max);
           hn::StoreU(split.shift_a, d, s.split_shift + j);
           hn::StoreU(split.delta, d, s.split_delta + j);
           continue;
         }
       }
 #endif
-      const MaxSplitLanes<D> split = MaxSplitLanes<D>::Of(d, m);
+      const MaxSplitLanes<D> split = SplitOf<MaxSplitLanes<D>, kUnitT>(d, max);
       hn::StoreU(split.shift_minus_k, d, s.split_shift + j);
       hn::StoreU(split.delta, d, s.split_delta + j);
     }
@@ -688,17 +736,15 @@ void OutputPassT(D d, Strided<const S> src, Strided<T> y, std::size_t width, std
       if constexpr (kOf == OutputOf::terms) {
         return hn::Mul(v, factor);
       } else if constexpr (kOf == OutputOf::folded_exp) {
-        const MaxSplitLanes<D> split(hn::Neg(hn::LoadU(d, s.m + j)), hn::LoadU(d, s.split_shift + j),
-                                     hn::LoadU(d, s.split_delta + j));
-        hn::Vec<D> unused;
-        return hn::Mul(ExpMinusMax<kOutputRange<T>>(d, split, v, unused), factor);
+        const MaxSplitLanes<D> split(Folded<kUnitT>(d, t, hn::Neg(hn::LoadU(d, s.m + j))).hi,
+                                     hn::LoadU(d, s.split_shift + j), hn::LoadU(d, s.split_delta + j));
+        return hn::Mul(FoldedExp<kOutputRange<T>>(d, split, Folded<kUnitT>(d, t, v)), factor);
       } else if constexpr (kOf == OutputOf::table_exp) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
         if constexpr (kHasScalef<hn::Vec<D>>) {
-          const TableLanes<D> split(d, hn::Neg(hn::LoadU(d, s.m + j)), hn::LoadU(d, s.split_shift + j),
-                                    hn::LoadU(d, s.split_delta + j));
-          hn::Vec<D> unused;
-          return hn::Mul(ExpMinusMaxTable<kOutputRange<T>>(d, split, v, unused), factor);
+          const TableLanes<D> split(d, Folded<kUnitT>(d, t, hn::Neg(hn::LoadU(d, s.m + j))).hi,
+                                    hn::LoadU(d, s.split_shift + j), hn::LoadU(d, s.split_delta + j));
+          return hn::Mul(FoldedExp<kOutputRange<T>>(d, split, Folded<kUnitT>(d, t, v)), factor);
         }
 #endif
         return v;  // never: OutputExp returns table_exp only where the branch above is compiled
@@ -803,7 +849,7 @@ void OutputPass(D d, Strided<const S> src, Strided<T> y, std::size_t width, std:
 template <bool kUnitT, class D, class T, class L = hn::TFromD<D>>
 void ExpOutputPass(D d, Strided<const T> x, Strided<T> y, std::size_t width, std::size_t length,
                    const InverseTemperatureLanes<D>& t, const ColumnState<L>& s, bool stream) {
-  switch (OutputExp<kUnitT, T>(d, width, s)) {
+  switch (OutputExp<kUnitT, T>(d, width, t, s)) {
     case OutputOf::table_exp:
       OutputPass<kUnitT, OutputOf::table_exp>(d, x, y, width, length, t, s, stream);
       break;
