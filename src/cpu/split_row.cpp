@@ -168,9 +168,10 @@ void split_row(const Row<T>& row, const RowParams& p) {
           // The next chunk's max beside this one's exps (the same max and sum as the
           // passes apart; log_softmax 4 x 131072 and 1 x 262144 on one thread in cache
           // 1.03-1.04x, 8 x 128256 on two from DRAM 1.03x).
+          const auto length = [&](std::int64_t k) { return static_cast<std::size_t>(end(k) - begin(k)); };
           const simd::ExpSumAndNextMax r = simd::f32_rsum_exp_minus_max_and_next_max(
-              row.x + begin(c), static_cast<std::size_t>(end(c) - begin(c)), static_cast<float>(s.m), p.inv_t,
-              sum_for(p.op) == SumFor::log, row.x + begin(x_next), static_cast<std::size_t>(end(x_next) - begin(x_next)));
+              row.x + begin(c), length(c), static_cast<float>(s.m), p.inv_t, sum_for(p.op) == SumFor::log,
+              row.x + begin(x_next), length(x_next));
           add_exp_sum(s.d, r.sum);
           next_max = static_cast<C>(r.next_max);
           next_max_known = true;
