@@ -931,19 +931,60 @@ std::size_t RowsFusedPipelined(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff
     float scale = 0;
   };
   Pending pending;
+  const std::size_t body_vectors = (body_end - head) / N;
+  // The pass's whole vectors from `split` on take the body's from `split + shift_high`,
+  // those before it from `+ shift_low` (elements; 0 and past the pass: the k-th with
+  // the k-th).
+  std::size_t split = n;
+  std::ptrdiff_t shift_low = 0;
+  std::ptrdiff_t shift_high = 0;
   // Scales and streams the pending row's whole vectors that go with the step [i, i +
-  // count) of a pass (i a multiple of N): those from head + i to head + i + count,
-  // rounded up to a vector, and not past body_end. (A softmax's: never NaN.)
+  // count) of a pass (i a multiple of N, a step of four vectors never across `split`):
+  // those from i to i + count, rounded up to a vector and not past the body's count,
+  // shifted as above. (A softmax's: never NaN.)
   auto drain = [&](std::size_t i, std::size_t count) {
     if (pending.e == nullptr) return;
+    const std::size_t end = std::min(body_end - head, (i + count + N - 1) / N * N);
+    if (i >= end) return;
+    const std::ptrdiff_t shift = static_cast<std::ptrdiff_t>(head) + (i < split ? shift_low : shift_high);
+    const float* e = pending.e + shift;
+    T* yr = pending.y + shift;
     const VF scale = hn::Set(d, pending.scale);
-    const std::size_t end = std::min(body_end, head + (i + count + N - 1) / N * N);
-    std::size_t j = head + i;
+    std::size_t j = i;
     for (; j + 2 * N <= end; j += 2 * N) {
-      StoreF32x2NotNaN</*kStream=*/true>(d, hn::Mul(hn::LoadU(d, pending.e + j), scale),
-                                         hn::Mul(hn::LoadU(d, pending.e + j + N), scale), pending.y + j);
+      StoreF32x2NotNaN</*kStream=*/true>(d, hn::Mul(hn::LoadU(d, e + j), scale), hn::Mul(hn::LoadU(d, e + j + N), scale),
+                                         yr + j);
     }
-    if (j < end) StreamF32</*kNotNaN=*/true>(d, hn::Mul(hn::LoadU(d, pending.e + j), scale), pending.y + j);
+    if (j < end) StreamF32</*kNotNaN=*/true>(d, hn::Mul(hn::LoadU(d, e + j), scale), yr + j);
+  };
+  // Rows whose k-th whole vectors of x and y lie at most a KiB apart within a page
+  // (addresses modulo 4096) and not by whole vectors take the body's vectors rotated
+  // (the k-th vector of the pass the (k + r)-th of the body, modulo its count), so that
+  // each step's stores lie about a KiB behind its loads. So, inputs 16 bytes past a page
+  // (NumPy's, malloc's) with outputs at one, or both 16 bytes past one, ran 1.1-1.4x
+  // as fast from DRAM (1.3-1.5x the time of page-aligned rows before): likely loads
+  // waiting on the streamed stores of the steps before, whose low twelve address bits
+  // they overlap in part (4K aliasing). Rows whose vectors lie whole vectors apart, or
+  // far apart, keep the k-th vector with the k-th: a KiB behind ran those up to 15%
+  // slower (docs/PERFORMANCE.md, thirty-first session). r is rounded so that the body
+  // count less r is a multiple of four (no step of four vectors across `split`).
+  auto rotate_for = [&](const T* x_row, const T* y_row) {
+    constexpr std::uintptr_t kPage = 4096;
+    constexpr std::uintptr_t kNear = 1024;
+    const std::uintptr_t apart =
+        (reinterpret_cast<std::uintptr_t>(y_row + head) - reinterpret_cast<std::uintptr_t>(x_row)) % kPage;
+    const bool in_part = apart % (N * sizeof(T)) != 0;
+    const bool near = apart < kNear || apart > kPage - kNear;
+    split = n;
+    shift_low = shift_high = 0;
+    if (body_vectors < 8 || !in_part || !near) return;
+    const std::uintptr_t wanted = (2 * kPage - kNear - apart) % kPage;
+    std::size_t r = wanted / (N * sizeof(T)) % body_vectors;
+    r -= (r + 4 - body_vectors % 4) % 4;  // down to body_vectors modulo 4 (wraps past 0: none)
+    if (r == 0 || r >= body_vectors) return;
+    split = (body_vectors - r) * N;
+    shift_low = static_cast<std::ptrdiff_t>(r * N);
+    shift_high = -static_cast<std::ptrdiff_t>(split);
   };
   auto pieces = [&](const float* e, T* yr, float scale) {
     const VF vscale = hn::Set(d, scale);
@@ -954,6 +995,8 @@ std::size_t RowsFusedPipelined(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff
     }
   };
   auto finish = [&]() {
+    split = n;
+    shift_low = shift_high = 0;
     drain(0, n);
     hwy::FlushStream();
   };
@@ -967,6 +1010,7 @@ std::size_t RowsFusedPipelined(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff
     }
     float* e = buffer + (r % 2) * n;
     const Ahead<T> next{prefetch && r + 1 < rows ? xr + xs : nullptr, nullptr};
+    if (pending.y != nullptr) rotate_for(xr, pending.y);
     const ExpSum sum = RStoreSoftmaxExps</*kFetchIntoL2=*/true>(xr, e, n, m, inv, next, drain);
     pending = {e, y + static_cast<std::ptrdiff_t>(r) * ys, static_cast<float>(1.0 / sum.below_max)};
     pieces(pending.e, pending.y, pending.scale);

@@ -176,14 +176,18 @@ class ShiftedLoads {
 // rest. kLineBytes: x86's line.
 inline constexpr std::size_t kLineBytes = 64;
 
-// Fetches the cache lines of [p, p + count) for reading (into L1, or with kIntoL2
-// into L2 only) or, with kForWriting, for writing (owned before the stores come, so
-// that they need not read each line first). A hint only: never faults.
+// Fetches the cache lines that start in [p, p + count) for reading (into L1, or with
+// kIntoL2 into L2 only) or, with kForWriting, for writing (owned before the stores
+// come, so that they need not read each line first). A pass that fetches a row
+// piece by piece so fetches each of its lines once, the last too where the row ends
+// inside a line (its first line, where it starts inside one, is the previous row's
+// last). A hint only: never faults.
 template <bool kForWriting, bool kIntoL2 = false, class T>
 HWY_INLINE void FetchLines(const T* p, std::size_t count) {
-  const auto* bytes = reinterpret_cast<const char*>(p);
+  const auto address = reinterpret_cast<std::uintptr_t>(p);
+  const auto* first = reinterpret_cast<const char*>(p) + (kLineBytes - address % kLineBytes) % kLineBytes;
   for (std::size_t b = 0; b < count * sizeof(T); b += kLineBytes) {
-    __builtin_prefetch(bytes + b, kForWriting ? 1 : 0, kIntoL2 ? 2 : 3);
+    __builtin_prefetch(first + b, kForWriting ? 1 : 0, kIntoL2 ? 2 : 3);
   }
 }
 
