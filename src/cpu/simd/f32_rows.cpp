@@ -792,6 +792,27 @@ HWY_INLINE bool RowsAligned(const T* y, std::ptrdiff_t y_row_stride) {
          reinterpret_cast<std::uintptr_t>(y) % (hn::Lanes(DF()) * sizeof(T)) == 0;
 }
 
+// Where a pass that loads x_row and streams y_body (whole vectors of T) step by step
+// would, with the k-th vector of each in the same step, put each store within a
+// KiB of its step's loads in a page (addresses modulo 4096) and not whole vectors
+// from them: the distance in bytes to move the stores by, in [0, 4096), so that they
+// lie a KiB behind; otherwise 0. Loads that overlap the low twelve address bits of
+// recent streamed stores in part seem to wait for them (4K aliasing): inputs 16 bytes
+// past a page (NumPy's, malloc's) with outputs at one ran 1.3-1.5x the time of
+// page-aligned rows from DRAM, a KiB behind as fast as those. Moving stores that lie
+// whole vectors or far from the loads ran 3-15% slower (docs/PERFORMANCE.md,
+// thirty-first session).
+template <class T>
+HWY_INLINE std::size_t StoresToMove(const T* x_row, const T* y_body) {
+  constexpr std::uintptr_t kPage = 4096;
+  constexpr std::uintptr_t kNear = 1024;
+  const std::uintptr_t apart =
+      (reinterpret_cast<std::uintptr_t>(y_body) - reinterpret_cast<std::uintptr_t>(x_row)) % kPage;
+  const bool in_part = apart % (hn::Lanes(DF()) * sizeof(T)) != 0;
+  const bool near = apart < kNear || apart > kPage - kNear;
+  return in_part && near ? (2 * kPage - kNear - apart) % kPage : 0;
+}
+
 // Rows one after another in one call: no dispatch or set-up per row, and the
 // out-of-order core overlaps one row's reductions with the next row's loads.
 // Streaming stores where asked for rows that are all aligned to the vector.
@@ -957,29 +978,15 @@ std::size_t RowsFusedPipelined(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff
     }
     if (j < end) StreamF32</*kNotNaN=*/true>(d, hn::Mul(hn::LoadU(d, e + j), scale), yr + j);
   };
-  // Rows whose k-th whole vectors of x and y lie at most a KiB apart within a page
-  // (addresses modulo 4096) and not by whole vectors take the body's vectors rotated
-  // (the k-th vector of the pass the (k + r)-th of the body, modulo its count), so that
-  // each step's stores lie about a KiB behind its loads. So, inputs 16 bytes past a page
-  // (NumPy's, malloc's) with outputs at one, or both 16 bytes past one, ran 1.1-1.4x
-  // as fast from DRAM (1.3-1.5x the time of page-aligned rows before): likely loads
-  // waiting on the streamed stores of the steps before, whose low twelve address bits
-  // they overlap in part (4K aliasing). Rows whose vectors lie whole vectors apart, or
-  // far apart, keep the k-th vector with the k-th: a KiB behind ran those up to 15%
-  // slower (docs/PERFORMANCE.md, thirty-first session). r is rounded so that the body
+  // The previous row's body rotated where StoresToMove says so (the k-th vector of the
+  // pass drains the (k + r)-th of the body, modulo its count), r rounded so that the
   // count less r is a multiple of four (no step of four vectors across `split`).
   auto rotate_for = [&](const T* x_row, const T* y_row) {
-    constexpr std::uintptr_t kPage = 4096;
-    constexpr std::uintptr_t kNear = 1024;
-    const std::uintptr_t apart =
-        (reinterpret_cast<std::uintptr_t>(y_row + head) - reinterpret_cast<std::uintptr_t>(x_row)) % kPage;
-    const bool in_part = apart % (N * sizeof(T)) != 0;
-    const bool near = apart < kNear || apart > kPage - kNear;
     split = n;
     shift_low = shift_high = 0;
-    if (body_vectors < 8 || !in_part || !near) return;
-    const std::uintptr_t wanted = (2 * kPage - kNear - apart) % kPage;
-    std::size_t r = wanted / (N * sizeof(T)) % body_vectors;
+    const std::size_t move = StoresToMove(x_row, y_row + head);
+    if (body_vectors < 8 || move == 0) return;
+    std::size_t r = move / (N * sizeof(T)) % body_vectors;
     r -= (r + 4 - body_vectors % 4) % 4;  // down to body_vectors modulo 4 (wraps past 0: none)
     if (r == 0 || r >= body_vectors) return;
     split = (body_vectors - r) * N;
@@ -1041,9 +1048,12 @@ std::size_t SoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, 
   if (n <= kMaxRegisterVectors * N) {
     return RowsInRegistersT<T, kMaxRegisterVectors>(x, xs, y, ys, rows, n, inv, stores);
   }
-  // 16-bit rows pipeline only where aligned: bf16 rows 16 bytes past it ran 8-11%
-  // slower so than by the fused passes (docs/PERFORMANCE.md, seventeenth session).
-  const bool pipelines = std::is_same_v<T, float> ? RowsEquallyAligned(y, ys) : RowsAligned(y, ys);
+  // 16-bit rows pipeline where aligned, or where their stores move away from the
+  // loads: other bf16 rows ran 8-11% slower so than by the fused passes (seventeenth
+  // session); 48 bytes past a page, rows of 1024 0.82x (thirty-first).
+  const bool pipelines =
+      RowsEquallyAligned(y, ys) &&
+      (std::is_same_v<T, float> || RowsAligned(y, ys) || (rows > 1 && StoresToMove(x + xs, y + AlignmentHead(DF(), y, n)) != 0));
   if (stores == Stores::streaming && pipelines && 2 * n <= kFusedMaxLength) {
     return RowsFusedPipelined(x, xs, y, ys, rows, n, inv, buffer);
   }
