@@ -936,7 +936,8 @@ std::size_t RowsFusedPasses(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t 
 // the stores to memory overlap the arithmetic instead of following it. Every row of
 // y lies equally far past the vector's alignment (RowsEquallyAligned): a row's whole
 // vectors start at its first aligned element, `head`, and the k-th of them goes out
-// with the k-th vector of the next row's pass; the pieces before and after them go
+// with the k-th vector of the next row's pass (or, where StoresToMove says so, the
+// (k + r)-th, modulo their count); the pieces before and after them go
 // through the cache as soon as the row's sum is known. Rows that stream come from
 // memory: each exp pass fetches the next row into L2 only (FetchAhead).
 template <class T>
@@ -953,9 +954,9 @@ std::size_t RowsFusedPipelined(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff
   };
   Pending pending;
   const std::size_t body_vectors = (body_end - head) / N;
-  // The pass's whole vectors from `split` on take the body's from `split + shift_high`,
-  // those before it from `+ shift_low` (elements; 0 and past the pass: the k-th with
-  // the k-th).
+  // The pass's vectors before `split` drain the body's `shift_low` elements further on,
+  // those from it `shift_high` (negative) further; split = n and no shifts: the k-th
+  // with the k-th.
   std::size_t split = n;
   std::ptrdiff_t shift_low = 0;
   std::ptrdiff_t shift_high = 0;
@@ -973,8 +974,8 @@ std::size_t RowsFusedPipelined(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff
     const VF scale = hn::Set(d, pending.scale);
     std::size_t j = i;
     for (; j + 2 * N <= end; j += 2 * N) {
-      StoreF32x2NotNaN</*kStream=*/true>(d, hn::Mul(hn::LoadU(d, e + j), scale), hn::Mul(hn::LoadU(d, e + j + N), scale),
-                                         yr + j);
+      StoreF32x2NotNaN</*kStream=*/true>(d, hn::Mul(hn::LoadU(d, e + j), scale),
+                                         hn::Mul(hn::LoadU(d, e + j + N), scale), yr + j);
     }
     if (j < end) StreamF32</*kNotNaN=*/true>(d, hn::Mul(hn::LoadU(d, e + j), scale), yr + j);
   };
@@ -1051,9 +1052,8 @@ std::size_t SoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, 
   // 16-bit rows pipeline where aligned, or where their stores move away from the
   // loads: other bf16 rows ran 8-11% slower so than by the fused passes (seventeenth
   // session); 48 bytes past a page, rows of 1024 0.82x (thirty-first).
-  const bool pipelines =
-      RowsEquallyAligned(y, ys) &&
-      (std::is_same_v<T, float> || RowsAligned(y, ys) || (rows > 1 && StoresToMove(x + xs, y + AlignmentHead(DF(), y, n)) != 0));
+  const bool moves = rows > 1 && StoresToMove(x + xs, y + AlignmentHead(DF(), y, n)) != 0;
+  const bool pipelines = RowsEquallyAligned(y, ys) && (std::is_same_v<T, float> || RowsAligned(y, ys) || moves);
   if (stores == Stores::streaming && pipelines && 2 * n <= kFusedMaxLength) {
     return RowsFusedPipelined(x, xs, y, ys, rows, n, inv, buffer);
   }
