@@ -190,8 +190,14 @@ void simd_row(Kind kind, const T* y, const T* dy, T* dx, std::int64_t n, double 
 // pass keeps the memory busy. The whole row where both rows' inputs and this row's
 // output fit in L2 together; otherwise the head that fits beside this row's three
 // (more would evict this row's inputs before they are read); 0 where none fits.
+// softmax_backward fetches nothing: its write pass has too little arithmetic to hide
+// the fetches, which then slowed its rows from DRAM (f32 rows of 32 KB to 256 KB on
+// one thread 1.15-1.32x faster without them on AMD Zen 4; docs/PERFORMANCE.md,
+// thirty-second session), while log_softmax_backward's exps hide them (0.79-0.81x
+// without).
 template <class T>
-std::size_t next_row_prefetch_bytes(std::int64_t length) {
+std::size_t next_row_prefetch_bytes(Kind kind, std::int64_t length) {
+  if (kind == Kind::softmax) return 0;
   const auto row_bytes = static_cast<std::int64_t>(sizeof(T)) * length;
   const std::int64_t room = (machine().l2_bytes - 3 * row_bytes) / 2;
   return room <= 0 ? 0 : static_cast<std::size_t>(std::min(room, row_bytes));
@@ -204,7 +210,7 @@ void run_typed(const Request& r) {
   auto* dx = reinterpret_cast<T*>(r.dx);
   const auto inv_t = static_cast<Compute<T>>(r.inv_t);
   const bool contiguous = r.y_stride == 1 && r.dy_stride == 1 && r.dx_stride == 1;
-  const std::size_t prefetch_bytes = kSimdRows<T> && contiguous ? next_row_prefetch_bytes<T>(r.length) : 0;
+  const std::size_t prefetch_bytes = kSimdRows<T> && contiguous ? next_row_prefetch_bytes<T>(r.kind, r.length) : 0;
   training::for_rows(r.fold.rows, r.threads, [&](std::int64_t begin, std::int64_t end) {
     RowCursor at(r.fold, begin);
     for (std::int64_t row = begin; row < end; ++row, at.next()) {
