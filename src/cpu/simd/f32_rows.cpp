@@ -891,6 +891,9 @@ HWY_INLINE ExpSum RStoreSoftmaxExps(const T* x, float* e, std::size_t n, float m
 // its memory traffic with the arithmetic.
 inline constexpr std::size_t kPrefetchRowBytes = 64 * 1024;
 
+// How far ahead RowsFusedPipelined fetches float rows at least.
+inline constexpr std::size_t kFetchLeadBytes = 8 * 1024;
+
 template <class T>
 std::size_t RowsFusedPasses(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows,
                             std::size_t n, const InverseTemperature& inv, float* buffer, Stores stores) {
@@ -939,7 +942,11 @@ std::size_t RowsFusedPasses(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t 
 // with the k-th vector of the next row's pass (or, where StoresToMove says so, the
 // (k + r)-th, modulo their count); the pieces before and after them go
 // through the cache as soon as the row's sum is known. Rows that stream come from
-// memory: each exp pass fetches the next row into L2 only (FetchAhead).
+// memory: each exp pass fetches a later row into L2 only (FetchAhead): the next, or
+// for float rows shorter than kFetchLeadBytes the first at least that far ahead: from
+// DRAM on AMD Zen 4, rows of 1024 floats ran 1.13-1.16x faster fetched two rows ahead
+// than one (one row ahead was even slower than no fetch at all), rows of 512 1.01-1.06x
+// (16-bit rows so: 0.95-1.07x, left at one; docs/PERFORMANCE.md, thirty-second session).
 template <class T>
 std::size_t RowsFusedPipelined(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows,
                                std::size_t n, const InverseTemperature& inv, float* buffer) {
@@ -1009,6 +1016,7 @@ std::size_t RowsFusedPipelined(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff
     hwy::FlushStream();
   };
   const bool prefetch = n * sizeof(T) <= kPrefetchRowBytes;
+  const std::size_t lead = std::is_same_v<T, float> ? std::max<std::size_t>(1, kFetchLeadBytes / (n * sizeof(T))) : 1;
   for (std::size_t r = 0; r < rows; ++r) {
     const T* xr = x + static_cast<std::ptrdiff_t>(r) * xs;
     const float m = RMax(xr, n);
@@ -1017,7 +1025,7 @@ std::size_t RowsFusedPipelined(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff
       return r;
     }
     float* e = buffer + (r % 2) * n;
-    const Ahead<T> next{prefetch && r + 1 < rows ? xr + xs : nullptr, nullptr};
+    const Ahead<T> next{prefetch && r + lead < rows ? xr + static_cast<std::ptrdiff_t>(lead) * xs : nullptr, nullptr};
     if (pending.y != nullptr) rotate_for(xr, pending.y);
     const ExpSum sum = RStoreSoftmaxExps</*kFetchIntoL2=*/true>(xr, e, n, m, inv, next, drain);
     pending = {e, y + static_cast<std::ptrdiff_t>(r) * ys, static_cast<float>(1.0 / sum.below_max)};
