@@ -800,7 +800,7 @@ HWY_INLINE bool RowsAligned(const T* y, std::ptrdiff_t y_row_stride) {
 // recent streamed stores in part seem to wait for them (4K aliasing): inputs 16 bytes
 // past a page (NumPy's, malloc's) with outputs at one ran 1.3-1.5x the time of
 // page-aligned rows from DRAM, a KiB behind as fast as those. Moving stores that lie
-// whole vectors or far from the loads ran 3-15% slower (docs/PERFORMANCE.md,
+// whole vectors or far from the loads ran 3-16% slower (docs/PERFORMANCE.md,
 // thirty-first session).
 template <class T>
 HWY_INLINE std::size_t StoresToMove(const T* x_row, const T* y_body) {
@@ -1060,8 +1060,9 @@ std::size_t SoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, 
   // 16-bit rows pipeline where aligned, or where their stores move away from the
   // loads: other bf16 rows ran 8-11% slower so than by the fused passes (seventeenth
   // session); 48 bytes past a page, rows of 1024 0.82x (thirty-first).
-  const bool moves = rows > 1 && StoresToMove(x + xs, y + AlignmentHead(DF(), y, n)) != 0;
-  const bool pipelines = RowsEquallyAligned(y, ys) && (std::is_same_v<T, float> || RowsAligned(y, ys) || moves);
+  const auto stores_move = [&] { return rows > 1 && StoresToMove(x + xs, y + AlignmentHead(DF(), y, n)) != 0; };
+  const bool pipelines =
+      RowsEquallyAligned(y, ys) && (std::is_same_v<T, float> || RowsAligned(y, ys) || stores_move());
   if (stores == Stores::streaming && pipelines && 2 * n <= kFusedMaxLength) {
     return RowsFusedPipelined(x, xs, y, ys, rows, n, inv, buffer);
   }
