@@ -352,7 +352,8 @@ TEST_P(SimdRows, StreamingStoresWriteTheCachedBits) {
 // vectors between two cached pieces. Each writes the bits of cached stores and
 // nothing outside the output, also around a row with a non-finite max, which leaves
 // the batch. Inputs also lie 16 bytes past the output's place in a page, where the
-// pipelined scaling takes the previous row's vectors in a rotated order.
+// pipelined scaling takes the previous row's vectors in a rotated order. log_softmax's
+// float rows pipeline their write pass the same way (but never rotated).
 TEST_P(SimdRows, StreamingRowsWriteTheCachedBitsAtAnyOutputOffset) {
   const DType dtype = GetParam();
   const std::size_t size = size_of(dtype);
@@ -370,37 +371,44 @@ TEST_P(SimdRows, StreamingRowsWriteTheCachedBitsAtAnyOutputOffset) {
         if (n == 128 || n == 1024 || n == 4097) x.set_at(2 * n + 7, std::numeric_limits<double>::quiet_NaN());
         const Options cached_options{.algorithm = n > kFusedMaxLength ? Algorithm::automatic : Algorithm::fused,
                                      .stores = Stores::cached};
-        const TestTensor cached =
-            run_and_check(Op::softmax, x, cached_options, Layout::contiguous, reference_nd(Op::softmax, x, Options{}));
-        const auto bytes = static_cast<std::size_t>(kRows * n) * size;
-        constexpr std::size_t kPage = 4096;
-        std::vector<unsigned char> storage(2 * bytes + 3 * kAlign + 2 * kGuard + 2 * kPage);
-        unsigned char* in_aligned = storage.data();
-        while (reinterpret_cast<std::uintptr_t>(in_aligned) % kAlign != 0) ++in_aligned;
-        unsigned char* const out_aligned =
-            in_aligned + (bytes + kGuard + 2 * kPage + kAlign - 1) / kAlign * kAlign;
-        for (std::size_t offset : {std::size_t{0}, size, std::size_t{16}, std::size_t{40}}) {
-          unsigned char* out = out_aligned + offset;
-          for (bool near : {false, true}) {  // near: the input 16 bytes past the output's place in a page
-            unsigned char* in = in_aligned;
-            if (near) {
-              in += (reinterpret_cast<std::uintptr_t>(out) + 16 - reinterpret_cast<std::uintptr_t>(in_aligned)) % kPage;
-            }
-            std::memcpy(in, x.data(), bytes);
-            for (Algorithm algorithm : {Algorithm::fused, Algorithm::automatic}) {
-              if (algorithm == Algorithm::fused && n > kFusedMaxLength) continue;
-              SCOPED_TRACE("n=" + std::to_string(n) + " output offset " + std::to_string(offset) +
-                           (near ? " input 16 bytes past it in a page " : " ") + std::string(to_string(algorithm)));
-              std::fill(out - kGuard, out + bytes + kGuard, kFill);
-              softmax(TensorView(in, dtype, {kRows, n}), MutableTensorView(out, dtype, {kRows, n}),
-                      Options{.algorithm = algorithm, .stores = Stores::streaming});
-              for (std::size_t i = 0; i < bytes; i += size) {
-                ASSERT_EQ(std::memcmp(out + i, static_cast<const unsigned char*>(cached.data()) + i, size), 0)
-                    << "element " << i / size;
+        for (Op op : {Op::softmax, Op::log_softmax}) {
+          const TestTensor cached =
+              run_and_check(op, x, cached_options, Layout::contiguous, reference_nd(op, x, Options{}));
+          const auto bytes = static_cast<std::size_t>(kRows * n) * size;
+          constexpr std::size_t kPage = 4096;
+          std::vector<unsigned char> storage(2 * bytes + 3 * kAlign + 2 * kGuard + 2 * kPage);
+          unsigned char* in_aligned = storage.data();
+          while (reinterpret_cast<std::uintptr_t>(in_aligned) % kAlign != 0) ++in_aligned;
+          unsigned char* const out_aligned =
+              in_aligned + (bytes + kGuard + 2 * kPage + kAlign - 1) / kAlign * kAlign;
+          for (std::size_t offset : {std::size_t{0}, size, std::size_t{16}, std::size_t{40}}) {
+            unsigned char* out = out_aligned + offset;
+            for (bool near : {false, true}) {  // near: the input 16 bytes past the output's place in a page
+              unsigned char* in = in_aligned;
+              if (near) {
+                const auto out_address = reinterpret_cast<std::uintptr_t>(out);
+                in += (out_address + 16 - reinterpret_cast<std::uintptr_t>(in_aligned)) % kPage;
               }
-              for (std::size_t i = 0; i < kGuard; ++i) {
-                ASSERT_EQ(out[-1 - static_cast<std::ptrdiff_t>(i)], kFill) << "written " << i + 1 << " bytes before";
-                ASSERT_EQ(out[bytes + i], kFill) << "written " << i << " bytes past the end";
+              std::memcpy(in, x.data(), bytes);
+              for (Algorithm algorithm : {Algorithm::fused, Algorithm::automatic}) {
+                if (algorithm == Algorithm::fused && n > kFusedMaxLength) continue;
+                SCOPED_TRACE(std::string(to_string(op)) + " n=" + std::to_string(n) + " output offset " +
+                             std::to_string(offset) +
+                             (near ? " input 16 bytes past it in a page " : " ") + std::string(to_string(algorithm)));
+                std::fill(out - kGuard, out + bytes + kGuard, kFill);
+                const Options streaming{.algorithm = algorithm, .stores = Stores::streaming};
+                const TensorView input(in, dtype, {kRows, n});
+                const MutableTensorView output(out, dtype, {kRows, n});
+                if (op == Op::softmax) softmax(input, output, streaming);
+                else log_softmax(input, output, streaming);
+                for (std::size_t i = 0; i < bytes; i += size) {
+                  ASSERT_EQ(std::memcmp(out + i, static_cast<const unsigned char*>(cached.data()) + i, size), 0)
+                      << "element " << i / size;
+                }
+                for (std::size_t i = 0; i < kGuard; ++i) {
+                  ASSERT_EQ(out[-1 - static_cast<std::ptrdiff_t>(i)], kFill) << "written " << i + 1 << " bytes before";
+                  ASSERT_EQ(out[bytes + i], kFill) << "written " << i << " bytes past the end";
+                }
               }
             }
           }

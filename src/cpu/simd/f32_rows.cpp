@@ -1069,6 +1069,75 @@ std::size_t SoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, 
   return RowsFusedPasses(x, xs, y, ys, rows, n, inv, buffer, stores);
 }
 
+// Streamed float log_softmax rows, each row's write pass run inside the next row's
+// sum pass, as RowsFusedPipelined runs softmax's scaling: every step of the pass also
+// writes and streams whole vectors of the previous row, (x - m) / T - log(d) from its
+// input (still in cache), so that the stores overlap the exps instead of following
+// them; the pieces around the whole vectors go through the cache. Only rows whose
+// stores do not overlap the loads in part within a page (StoresToMove: 0); y's rows
+// equally aligned.
+template <bool kUnitT>
+std::size_t LogRowsPipelinedT(const float* x, std::ptrdiff_t xs, float* y, std::ptrdiff_t ys, std::size_t rows,
+                              std::size_t n, const InverseTemperature& inv) {
+  const DF d;
+  const std::size_t N = hn::Lanes(d);
+  const std::size_t head = AlignmentHead(d, y, n);
+  const std::size_t body_end = head + (n - head) / N * N;
+  struct Pending {
+    const float* x = nullptr;
+    float* y = nullptr;
+  };
+  Pending pending;
+  ArgConsts pending_c(d, 0.0f, inv);
+  VF pending_log_d = hn::Zero(d);
+  // LogSoftmaxNormalizeT's arithmetic: the same bits.
+  const auto output = [&](const ArgConsts& c, VF vlog_d, VF v) SMAX_INLINE_LAMBDA {
+    const VF x_minus_m = hn::Add(v, c.neg_m);
+    return hn::Sub(kUnitT ? x_minus_m : hn::Mul(x_minus_m, c.t.hi), vlog_d);
+  };
+  // The pending row's whole body vectors that go with the step [i, i + count) of a
+  // pass: from i to i + count rounded up to a vector, not past the body's count.
+  const auto drain = [&](std::size_t i, std::size_t count) SMAX_INLINE_LAMBDA {
+    if (pending.x == nullptr) return;
+    const std::size_t end = std::min(body_end - head, (i + count + N - 1) / N * N);
+    if (i >= end) return;
+    const float* xr = pending.x + head;
+    float* yr = pending.y + head;
+    for (std::size_t j = i; j < end; j += N) {
+      StreamF32</*kNotNaN=*/true>(d, output(pending_c, pending_log_d, LoadF32(d, xr + j)), yr + j);
+    }
+  };
+  const auto pieces = [&](const Pending& p) {
+    if (head > 0) StoreTailF32(d, output(pending_c, pending_log_d, LoadTailF32(d, p.x, head, hn::Zero(d))), p.y, head);
+    if (body_end < n) {
+      StoreTailF32(d, output(pending_c, pending_log_d, LoadTailF32(d, p.x + body_end, n - body_end, hn::Zero(d))),
+                   p.y + body_end, n - body_end);
+    }
+  };
+  const auto finish = [&]() {
+    drain(0, n);
+    hwy::FlushStream();
+  };
+  const std::size_t lead = std::max<std::size_t>(1, kFetchLeadBytes / (n * sizeof(float)));
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* xr = x + static_cast<std::ptrdiff_t>(r) * xs;
+    const float m = RMax(xr, n);
+    if (!std::isfinite(m)) {
+      finish();
+      return r;
+    }
+    const Ahead<float> next{r + lead < rows ? xr + static_cast<std::ptrdiff_t>(lead) * xs : nullptr, nullptr};
+    const ExpSum sum =
+        RSumExp</*kFetchIntoL2=*/true>(xr, n, m, inv, /*count_at_max=*/true, /*backward=*/false, next, drain);
+    pending = {xr, y + static_cast<std::ptrdiff_t>(r) * ys};
+    pending_c = ArgConsts(d, m, inv);
+    pending_log_d = hn::Set(d, LogOfSum(sum.at_max, sum.below_max));
+    pieces(pending);
+  }
+  finish();
+  return rows;
+}
+
 // log_softmax of contiguous rows in one call (the general path's max, sum and write
 // passes took a dispatch and a finish per row: 82 ns a row of 10 floats): rows of
 // at most two vectors across lanes, rows of up to 16 vectors in registers (a group at
@@ -1095,6 +1164,13 @@ std::size_t LogSoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t y
   if (n <= 8 * N) return LogRowsInRegistersT<T, 8>(x, xs, y, ys, rows, n, inv, stores);
   if (n <= kMaxRegisterVectors * N) {
     return LogRowsInRegistersT<T, kMaxRegisterVectors>(x, xs, y, ys, rows, n, inv, stores);
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (Streams(stores, y) && rows > 1 && n * sizeof(T) <= kPrefetchRowBytes && RowsEquallyAligned(y, ys) &&
+        StoresToMove(x + xs, y + AlignmentHead(DF(), y, n)) == 0) {
+      return inv.unit ? LogRowsPipelinedT<true>(x, xs, y, ys, rows, n, inv)
+                      : LogRowsPipelinedT<false>(x, xs, y, ys, rows, n, inv);
+    }
   }
   const bool prefetch = n * sizeof(T) <= kPrefetchRowBytes;
   float m = rows > 0 ? RMax(x, n) : 0.0f;
