@@ -162,7 +162,8 @@ template <class T>
 inline constexpr bool kSimdRows = std::is_same_v<T, float> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
 
 // Where the call streams (its tensors lie far beyond the cache), the sum pass fetches
-// the first quarter of the next row and the write pass the rest: about their shares
+// the first quarter of the next row and the write pass the rest (where `next` names
+// one: log_softmax_backward's rows; next_row_prefetch_bytes): about their shares
 // of the row's time, so that the memory system reads throughout (bf16 4096 x 32000 on
 // two threads: 8% faster than the write pass alone fetching). In cache the sum pass's
 // prefetches only cost (3%).
