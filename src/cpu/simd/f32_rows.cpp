@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <type_traits>
 
 #undef HWY_TARGET_INCLUDE
@@ -585,19 +586,22 @@ void SoftmaxNormalize(const T* x, T* y, std::size_t n, float m, const InverseTem
   });
 }
 
+// y = (x - m) / T - log(d): both terms are <= 0 (d >= 1), so they never cancel, and
+// the float roundings of x - m, of 1/T and of the product stay within 2^-22 of y (the
+// bar is 2e-6): no exact argument (argument-inl.h's 9 operations a vector) is needed.
+template <bool kUnitT>
+HWY_INLINE VF LogSoftmaxOutput(const ArgConsts& c, VF log_d, VF x) {
+  const VF x_minus_m = hn::Add(x, c.neg_m);
+  return hn::Sub(kUnitT ? x_minus_m : hn::Mul(x_minus_m, c.t.hi), log_d);
+}
+
 template <class T, bool kUnitT, class Side = NoSide>
 HWY_INLINE void LogSoftmaxNormalizeT(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv,
                                      float log_d, bool backward, Stores stores, const Side& side = {}) {
   const DF d;
   const ArgConsts c(d, m, inv);
   const VF vlog_d = hn::Set(d, log_d);
-  // y = (x - m) / T - log(d): both terms are <= 0 (d >= 1), so they never cancel, and
-  // the float roundings of x - m, of 1/T and of the product stay within 2^-22 of y (the
-  // bar is 2e-6): no exact argument (argument-inl.h's 9 operations a vector) is needed.
-  const auto f = [&](VF v) {
-    const VF x_minus_m = hn::Add(v, c.neg_m);
-    return hn::Sub(kUnitT ? x_minus_m : hn::Mul(x_minus_m, c.t.hi), vlog_d);
-  };
+  const auto f = [&](VF v) { return LogSoftmaxOutput<kUnitT>(c, vlog_d, v); };
   if (Streams(stores, y)) return MapStreaming<true>(d, x, y, n, backward, f, {}, side);
   Map<true>(d, x, y, n, backward, f, {}, side);
 }
@@ -752,8 +756,7 @@ HWY_INLINE double LogSumInRegistersT(const T* x, std::size_t n, float m, const I
   return static_cast<double>(sum.at_max - 1) + sum.below_max / SoftmaxExpScale<T, kFoldScaled>(m, inv);
 }
 
-// y = (x - m) / T - log(d) for a row of at most kVectors vectors (LogSoftmaxNormalizeT's
-// arithmetic).
+// y = (x - m) / T - log(d) for a row of at most kVectors vectors.
 template <class T, std::size_t kVectors>
 HWY_INLINE void WriteLogSoftmaxInRegistersT(const T* x, T* y, std::size_t n, float m, const InverseTemperature& inv,
                                             float log_d, bool stream) {
@@ -766,8 +769,7 @@ HWY_INLINE void WriteLogSoftmaxInRegistersT(const T* x, T* y, std::size_t n, flo
   for (std::size_t k = 0; k < kVectors; ++k) {
     if (k > full || (k == full && tail == 0)) break;
     const VF v = k < full ? LoadF32(d, x + k * N) : LoadTailF32(d, x + k * N, tail, hn::Zero(d));
-    const VF x_minus_m = hn::Add(v, c.neg_m);
-    const VF out = hn::Sub(inv.unit ? x_minus_m : hn::Mul(x_minus_m, c.t.hi), vlog_d);
+    const VF out = inv.unit ? LogSoftmaxOutput<true>(c, vlog_d, v) : LogSoftmaxOutput<false>(c, vlog_d, v);
     if (k < full) {
       StoreOrStreamF32</*kNotNaN=*/true>(d, out, y + k * N, stream);
     } else {
@@ -891,7 +893,7 @@ HWY_INLINE ExpSum RStoreSoftmaxExps(const T* x, float* e, std::size_t n, float m
 // its memory traffic with the arithmetic.
 inline constexpr std::size_t kPrefetchRowBytes = 64 * 1024;
 
-// How far ahead RowsFusedPipelined fetches float rows at least.
+// How far ahead the pipelined rows fetch float rows at least (FetchLeadRows).
 inline constexpr std::size_t kFetchLeadBytes = 8 * 1024;
 
 template <class T>
@@ -933,33 +935,41 @@ std::size_t RowsFusedPasses(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t 
   return rows;
 }
 
-// Rows whose outputs stream, each row's scaling pass run inside the next row's exp
-// pass: every step of that pass also scales and streams whole vectors of the
-// previous row (whose exps wait in the other half of `buffer`, 2n floats), so that
-// the stores to memory overlap the arithmetic instead of following it. Every row of
-// y lies equally far past the vector's alignment (RowsEquallyAligned): a row's whole
-// vectors start at its first aligned element, `head`, and the k-th of them goes out
-// with the k-th vector of the next row's pass (or, where StoresToMove says so, the
-// (k + r)-th, modulo their count); the pieces before and after them go
-// through the cache as soon as the row's sum is known. Rows that stream come from
-// memory: each exp pass fetches a later row into L2 only (FetchAhead): the next, or
-// for float rows shorter than kFetchLeadBytes the first at least that far ahead: from
-// DRAM on AMD Zen 4, rows of 1024 floats ran 1.13-1.16x faster fetched two rows ahead
-// than one (one row ahead was even slower than no fetch at all), rows of 512 1.01-1.06x
-// (16-bit rows so: 0.95-1.07x, left at one; docs/PERFORMANCE.md, thirty-second session).
+// The rows ahead that the pipelined rows fetch: the next, or for float rows shorter
+// than kFetchLeadBytes the first at least that far ahead: from DRAM on AMD Zen 4, rows
+// of 1024 floats ran 1.13-1.16x faster fetched two rows ahead than one (one row ahead
+// was even slower than no fetch at all), rows of 512 1.01-1.06x (16-bit rows so:
+// 0.95-1.07x, left at one; docs/PERFORMANCE.md, thirty-second session).
 template <class T>
-std::size_t RowsFusedPipelined(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows,
-                               std::size_t n, const InverseTemperature& inv, float* buffer) {
+constexpr std::size_t FetchLeadRows(std::size_t n) {
+  return std::is_same_v<T, float> ? std::max<std::size_t>(1, kFetchLeadBytes / (n * sizeof(T))) : 1;
+}
+
+// Rows whose outputs stream, each row's output written inside the next row's pass
+// over its input: every step of that pass also computes and streams whole vectors of
+// the previous row, so that the stores to memory overlap the arithmetic instead of
+// following it. Every row of y lies equally far past the vector's alignment
+// (RowsEquallyAligned): a row's whole vectors start at its first aligned element,
+// `head`, and the k-th of them goes out with the k-th vector of the next row's pass
+// (or, where StoresToMove says so, the (k + r)-th, modulo their count); the pieces
+// before and after them go through the cache as soon as the row's pass is done. Rows
+// that stream come from memory: each pass fetches a later row into L2 only
+// (FetchAhead, FetchLeadRows ahead).
+//
+// `pass(r, x_row, m, next, drain)` runs row r's pass (m its max, `next` the row to
+// fetch), calling drain(i, count) at each step [i, i + count) (i a multiple of the
+// vector, count of at most four vectors), and returns the Row that it leaves pending:
+// Row::Vector(d, j) is the output vector at element j of the row, Row::Piece(d, j,
+// count) its count (< Lanes) elements there. The outputs are never NaN.
+template <class Row, class T, class RowPass>
+std::size_t PipelinedRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows, std::size_t n,
+                          const RowPass& pass) {
   const DF d;
   const std::size_t N = hn::Lanes(d);
   const std::size_t head = AlignmentHead(d, y, n);
   const std::size_t body_end = head + (n - head) / N * N;
-  struct Pending {
-    const float* e = nullptr;
-    T* y = nullptr;
-    float scale = 0;
-  };
-  Pending pending;
+  std::optional<Row> pending;
+  T* pending_y = nullptr;
   const std::size_t body_vectors = (body_end - head) / N;
   // The pass's vectors before `split` drain the body's `shift_low` elements further on,
   // those from it `shift_high` (negative) further; split = n and no shifts: the k-th
@@ -967,24 +977,21 @@ std::size_t RowsFusedPipelined(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff
   std::size_t split = n;
   std::ptrdiff_t shift_low = 0;
   std::ptrdiff_t shift_high = 0;
-  // Scales and streams the pending row's whole vectors that go with the step [i, i +
-  // count) of a pass (i a multiple of N, a step of four vectors never across `split`):
-  // those from i to i + count, rounded up to a vector and not past the body's count,
-  // shifted as above. (A softmax's: never NaN.)
+  // Streams the pending row's whole vectors that go with the step [i, i + count) of a
+  // pass (a step of four vectors never across `split`): those from i to i + count,
+  // rounded up to a vector and not past the body's count, shifted as above.
   auto drain = [&](std::size_t i, std::size_t count) {
-    if (pending.e == nullptr) return;
+    if (!pending) return;
     const std::size_t end = std::min(body_end - head, (i + count + N - 1) / N * N);
     if (i >= end) return;
-    const std::ptrdiff_t shift = static_cast<std::ptrdiff_t>(head) + (i < split ? shift_low : shift_high);
-    const float* e = pending.e + shift;
-    T* yr = pending.y + shift;
-    const VF scale = hn::Set(d, pending.scale);
-    std::size_t j = i;
-    for (; j + 2 * N <= end; j += 2 * N) {
-      StoreF32x2NotNaN</*kStream=*/true>(d, hn::Mul(hn::LoadU(d, e + j), scale),
-                                         hn::Mul(hn::LoadU(d, e + j + N), scale), yr + j);
+    const std::size_t first =
+        static_cast<std::size_t>(static_cast<std::ptrdiff_t>(head + i) + (i < split ? shift_low : shift_high));
+    const std::size_t last = first + (end - i);
+    std::size_t k = first;
+    for (; k + 2 * N <= last; k += 2 * N) {
+      StoreF32x2NotNaN</*kStream=*/true>(d, pending->Vector(d, k), pending->Vector(d, k + N), pending_y + k);
     }
-    if (j < end) StreamF32</*kNotNaN=*/true>(d, hn::Mul(hn::LoadU(d, e + j), scale), yr + j);
+    if (k < last) StreamF32</*kNotNaN=*/true>(d, pending->Vector(d, k), pending_y + k);
   };
   // The previous row's body rotated where StoresToMove says so (the k-th vector of the
   // pass drains the (k + r)-th of the body, modulo its count), r rounded so that the
@@ -1001,13 +1008,9 @@ std::size_t RowsFusedPipelined(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff
     shift_low = static_cast<std::ptrdiff_t>(r * N);
     shift_high = -static_cast<std::ptrdiff_t>(split);
   };
-  auto pieces = [&](const float* e, T* yr, float scale) {
-    const VF vscale = hn::Set(d, scale);
-    if (head > 0) StoreTailF32(d, hn::Mul(LoadTail(d, e, head, hn::Zero(d)), vscale), yr, head);
-    if (body_end < n) {
-      StoreTailF32(d, hn::Mul(LoadTail(d, e + body_end, n - body_end, hn::Zero(d)), vscale), yr + body_end,
-                   n - body_end);
-    }
+  auto pieces = [&]() {
+    if (head > 0) StoreTailF32(d, pending->Piece(d, 0, head), pending_y, head);
+    if (body_end < n) StoreTailF32(d, pending->Piece(d, body_end, n - body_end), pending_y + body_end, n - body_end);
   };
   auto finish = [&]() {
     split = n;
@@ -1016,7 +1019,7 @@ std::size_t RowsFusedPipelined(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff
     hwy::FlushStream();
   };
   const bool prefetch = n * sizeof(T) <= kPrefetchRowBytes;
-  const std::size_t lead = std::is_same_v<T, float> ? std::max<std::size_t>(1, kFetchLeadBytes / (n * sizeof(T))) : 1;
+  const std::size_t lead = FetchLeadRows<T>(n);
   for (std::size_t r = 0; r < rows; ++r) {
     const T* xr = x + static_cast<std::ptrdiff_t>(r) * xs;
     const float m = RMax(xr, n);
@@ -1024,15 +1027,38 @@ std::size_t RowsFusedPipelined(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff
       finish();
       return r;
     }
-    float* e = buffer + (r % 2) * n;
     const Ahead<T> next{prefetch && r + lead < rows ? xr + static_cast<std::ptrdiff_t>(lead) * xs : nullptr, nullptr};
-    if (pending.y != nullptr) rotate_for(xr, pending.y);
-    const ExpSum sum = RStoreSoftmaxExps</*kFetchIntoL2=*/true>(xr, e, n, m, inv, next, drain);
-    pending = {e, y + static_cast<std::ptrdiff_t>(r) * ys, static_cast<float>(1.0 / sum.below_max)};
-    pieces(pending.e, pending.y, pending.scale);
+    if (pending) rotate_for(xr, pending_y);
+    pending.emplace(pass(r, xr, m, next, drain));
+    pending_y = y + static_cast<std::ptrdiff_t>(r) * ys;
+    pieces();
   }
   finish();
   return rows;
+}
+
+// A softmax row pending in RowsFusedPipelined: its exps times 1 / their sum.
+struct ScaledExps {
+  const float* e;
+  VF scale;
+  VF Vector(DF d, std::size_t j) const { return hn::Mul(hn::LoadU(d, e + j), scale); }
+  VF Piece(DF d, std::size_t j, std::size_t count) const {
+    return hn::Mul(LoadTail(d, e + j, count, hn::Zero(d)), scale);
+  }
+};
+
+// Streamed softmax rows, each row's scaling pass run inside the next row's exp pass
+// (PipelinedRows): its exps wait in the other half of `buffer` (2n floats).
+template <class T>
+std::size_t RowsFusedPipelined(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows,
+                               std::size_t n, const InverseTemperature& inv, float* buffer) {
+  const auto pass = [&](std::size_t r, const T* xr, float m, const Ahead<T>& next,
+                        const auto& drain) SMAX_INLINE_LAMBDA {
+    float* e = buffer + (r % 2) * n;
+    const ExpSum sum = RStoreSoftmaxExps</*kFetchIntoL2=*/true>(xr, e, n, m, inv, next, drain);
+    return ScaledExps{e, hn::Set(DF(), static_cast<float>(1.0 / sum.below_max))};
+  };
+  return PipelinedRows<ScaledExps>(x, xs, y, ys, rows, n, pass);
 }
 
 template <class T>
@@ -1069,74 +1095,32 @@ std::size_t SoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, 
   return RowsFusedPasses(x, xs, y, ys, rows, n, inv, buffer, stores);
 }
 
+// A log_softmax row pending in LogRowsPipelinedT: (x - m) / T - log(d) from its input
+// (still in cache).
+template <bool kUnitT>
+struct LogOutputs {
+  const float* x;
+  ArgConsts c;
+  VF log_d;
+  VF Vector(DF d, std::size_t j) const { return LogSoftmaxOutput<kUnitT>(c, log_d, LoadF32(d, x + j)); }
+  VF Piece(DF d, std::size_t j, std::size_t count) const {
+    return LogSoftmaxOutput<kUnitT>(c, log_d, LoadTailF32(d, x + j, count, hn::Zero(d)));
+  }
+};
+
 // Streamed float log_softmax rows, each row's write pass run inside the next row's
-// sum pass, as RowsFusedPipelined runs softmax's scaling: every step of the pass also
-// writes and streams whole vectors of the previous row, (x - m) / T - log(d) from its
-// input (still in cache), so that the stores overlap the exps instead of following
-// them; the pieces around the whole vectors go through the cache (from DRAM on AMD
-// Zen 4, rows of 512 to 16384: 0.97-1.16x one thread, 1.09-1.27x two; docs/
-// PERFORMANCE.md, thirty-second session). Only rows whose stores do not overlap the
-// loads in part within a page (StoresToMove: 0); y's rows equally aligned.
+// sum pass (PipelinedRows; from DRAM on AMD Zen 4, rows of 512 to 16384: 0.97-1.16x one
+// thread, 1.09-1.27x two; docs/PERFORMANCE.md, thirty-second session).
 template <bool kUnitT>
 std::size_t LogRowsPipelinedT(const float* x, std::ptrdiff_t xs, float* y, std::ptrdiff_t ys, std::size_t rows,
                               std::size_t n, const InverseTemperature& inv) {
-  const DF d;
-  const std::size_t N = hn::Lanes(d);
-  const std::size_t head = AlignmentHead(d, y, n);
-  const std::size_t body_end = head + (n - head) / N * N;
-  struct Pending {
-    const float* x = nullptr;
-    float* y = nullptr;
-  };
-  Pending pending;
-  ArgConsts pending_c(d, 0.0f, inv);
-  VF pending_log_d = hn::Zero(d);
-  // LogSoftmaxNormalizeT's arithmetic: the same bits.
-  const auto output = [&](const ArgConsts& c, VF vlog_d, VF v) SMAX_INLINE_LAMBDA {
-    const VF x_minus_m = hn::Add(v, c.neg_m);
-    return hn::Sub(kUnitT ? x_minus_m : hn::Mul(x_minus_m, c.t.hi), vlog_d);
-  };
-  // The pending row's whole body vectors that go with the step [i, i + count) of a
-  // pass: from i to i + count rounded up to a vector, not past the body's count.
-  const auto drain = [&](std::size_t i, std::size_t count) SMAX_INLINE_LAMBDA {
-    if (pending.x == nullptr) return;
-    const std::size_t end = std::min(body_end - head, (i + count + N - 1) / N * N);
-    if (i >= end) return;
-    const float* xr = pending.x + head;
-    float* yr = pending.y + head;
-    for (std::size_t j = i; j < end; j += N) {
-      StreamF32</*kNotNaN=*/true>(d, output(pending_c, pending_log_d, LoadF32(d, xr + j)), yr + j);
-    }
-  };
-  const auto pieces = [&](const Pending& p) {
-    if (head > 0) StoreTailF32(d, output(pending_c, pending_log_d, LoadTailF32(d, p.x, head, hn::Zero(d))), p.y, head);
-    if (body_end < n) {
-      StoreTailF32(d, output(pending_c, pending_log_d, LoadTailF32(d, p.x + body_end, n - body_end, hn::Zero(d))),
-                   p.y + body_end, n - body_end);
-    }
-  };
-  const auto finish = [&]() {
-    drain(0, n);
-    hwy::FlushStream();
-  };
-  const std::size_t lead = std::max<std::size_t>(1, kFetchLeadBytes / (n * sizeof(float)));
-  for (std::size_t r = 0; r < rows; ++r) {
-    const float* xr = x + static_cast<std::ptrdiff_t>(r) * xs;
-    const float m = RMax(xr, n);
-    if (!std::isfinite(m)) {
-      finish();
-      return r;
-    }
-    const Ahead<float> next{r + lead < rows ? xr + static_cast<std::ptrdiff_t>(lead) * xs : nullptr, nullptr};
+  const auto pass = [&](std::size_t, const float* xr, float m, const Ahead<float>& next,
+                        const auto& drain) SMAX_INLINE_LAMBDA {
     const ExpSum sum =
         RSumExp</*kFetchIntoL2=*/true>(xr, n, m, inv, /*count_at_max=*/true, /*backward=*/false, next, drain);
-    pending = {xr, y + static_cast<std::ptrdiff_t>(r) * ys};
-    pending_c = ArgConsts(d, m, inv);
-    pending_log_d = hn::Set(d, LogOfSum(sum.at_max, sum.below_max));
-    pieces(pending);
-  }
-  finish();
-  return rows;
+    return LogOutputs<kUnitT>{xr, ArgConsts(DF(), m, inv), hn::Set(DF(), LogOfSum(sum.at_max, sum.below_max))};
+  };
+  return PipelinedRows<LogOutputs<kUnitT>>(x, xs, y, ys, rows, n, pass);
 }
 
 // log_softmax of contiguous rows in one call (the general path's max, sum and write
