@@ -1110,7 +1110,9 @@ struct LogOutputs {
 
 // Streamed float log_softmax rows, each row's write pass run inside the next row's
 // sum pass (PipelinedRows; from DRAM on AMD Zen 4, rows of 512 to 16384: 0.97-1.16x one
-// thread, 1.09-1.27x two; docs/PERFORMANCE.md, thirty-second session).
+// thread, 1.09-1.27x two; output 16 bytes off a page, its stores moved: 1.13-1.33x
+// and 1.08-1.36x; docs/PERFORMANCE.md, thirty-second and thirty-third sessions). bf16
+// rows so ran 0.85-0.94x (rows of 4096 and 16384; 1024 1.01x): they keep two passes.
 template <bool kUnitT>
 std::size_t LogRowsPipelinedT(const float* x, std::ptrdiff_t xs, float* y, std::ptrdiff_t ys, std::size_t rows,
                               std::size_t n, const InverseTemperature& inv) {
@@ -1151,8 +1153,7 @@ std::size_t LogSoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t y
     return LogRowsInRegistersT<T, kMaxRegisterVectors>(x, xs, y, ys, rows, n, inv, stores);
   }
   if constexpr (std::is_same_v<T, float>) {
-    if (Streams(stores, y) && rows > 1 && n * sizeof(T) <= kPrefetchRowBytes && RowsEquallyAligned(y, ys) &&
-        StoresToMove(x + xs, y + AlignmentHead(DF(), y, n)) == 0) {
+    if (Streams(stores, y) && rows > 1 && n * sizeof(T) <= kPrefetchRowBytes && RowsEquallyAligned(y, ys)) {
       return inv.unit ? LogRowsPipelinedT<true>(x, xs, y, ys, rows, n, inv)
                       : LogRowsPipelinedT<false>(x, xs, y, ys, rows, n, inv);
     }
