@@ -1,3 +1,4 @@
+#include <cstdint>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -12,24 +13,39 @@ namespace smax::cpu {
 
 namespace {
 
+inline constexpr std::uintptr_t kPageBytes = 4096;
+
 // The on-chip buffer of the 16-bit rows: kFusedMaxLength floats (64 KiB), one per
-// thread, allocated once. It fits the L2 of every x86-64 and Arm server core. Aligned
-// to the vector, so that no store of an exp crosses a cache line (a heap block of
-// std::vector lies 16 bytes off).
-float* fused_buffer() {
+// thread, allocated once, and a page more, so that each call can place it where it
+// wants in a page (exps_buffer). It fits the L2 of every x86-64 and Arm server core.
+float* fused_buffer_base() {
   thread_local const hwy::AlignedFreeUniquePtr<float[]> buffer =
-      hwy::AllocateAligned<float>(static_cast<std::size_t>(kFusedMaxLength));
+      hwy::AllocateAligned<float>(static_cast<std::size_t>(kFusedMaxLength) + kPageBytes / sizeof(float));
   return buffer.get();
+}
+
+// The buffer half a page from x's first row in a page (addresses modulo 4096), aligned
+// to a cache line: the exps stored there and loaded back never overlap that row's
+// loads in the low address bits. A buffer 16 or 32 bytes below x's place made f32
+// 65536 x 1024 from DRAM on two threads take 1.12-1.34x as long as one 1-3 KiB away;
+// where Highway's allocator put it depended on the allocations before, so that two
+// builds of the same code differed by 4-8% (docs/PERFORMANCE.md, thirty-third session).
+template <class T>
+float* fused_buffer(const T* x) {
+  constexpr std::uintptr_t kLine = 64;
+  const auto base = reinterpret_cast<std::uintptr_t>(fused_buffer_base());
+  const std::uintptr_t want = (reinterpret_cast<std::uintptr_t>(x) + kPageBytes / 2) / kLine * kLine;
+  return fused_buffer_base() + (want - base) % kPageBytes / sizeof(float);
 }
 
 // The float exps of a 16-bit row, or of an f32 row whose output streams (written
 // once, around the cache); other f32 rows keep theirs in y (nothing else is written).
 template <class T>
-float* exps_buffer(Stores stores) {
+float* exps_buffer(Stores stores, const T* x) {
   if constexpr (std::is_same_v<T, float>) {
-    return stores == Stores::streaming ? fused_buffer() : nullptr;
+    return stores == Stores::streaming ? fused_buffer(x) : nullptr;
   } else {
-    return fused_buffer();
+    return fused_buffer(x);
   }
 }
 
@@ -92,7 +108,7 @@ std::int64_t fused_rows(Op op, const T* x, std::int64_t x_row_stride, T* y, std:
         simd::f32_log_softmax_rows(x, x_row_stride, y, y_row_stride, count, length, inv_t, stores));
   }
   return static_cast<std::int64_t>(simd::f32_softmax_rows(x, x_row_stride, y, y_row_stride, count, length, inv_t,
-                                                          exps_buffer<T>(stores), stores));
+                                                          exps_buffer(stores, x), stores));
 }
 
 template std::int64_t fused_rows(Op, const float*, std::int64_t, float*, std::int64_t, std::int64_t, std::int64_t,
