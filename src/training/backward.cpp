@@ -195,7 +195,8 @@ void simd_row(Kind kind, const T* y, const T* dy, T* dx, std::int64_t n, double 
 // the fetches, which then slowed its rows from DRAM (f32 rows of 32 KB to 256 KB on
 // one thread 1.15-1.32x faster without them on AMD Zen 4; docs/PERFORMANCE.md,
 // thirty-second session), while log_softmax_backward's exps hide them (0.79-0.81x
-// without).
+// without). Its kernels keep their fetching loops (sum_of_products,
+// softmax_backward_write): this is the one place that would turn them back on.
 template <class T>
 std::size_t next_row_prefetch_bytes(Kind kind, std::int64_t length) {
   if (kind == Kind::softmax) return 0;
