@@ -893,6 +893,10 @@ HWY_INLINE ExpSum RStoreSoftmaxExps(const T* x, float* e, std::size_t n, float m
 // its memory traffic with the arithmetic.
 inline constexpr std::size_t kPrefetchRowBytes = 64 * 1024;
 
+// The longest float log_softmax rows that fetch their output lines for writing during
+// their sum pass (LogSoftmaxRows): with its input, half of a 1 MiB L2.
+inline constexpr std::size_t kFetchOutputRowBytes = 256 * 1024;
+
 // How far ahead the pipelined rows fetch float rows at least (FetchLeadRows).
 inline constexpr std::size_t kFetchLeadBytes = 8 * 1024;
 
@@ -1130,13 +1134,13 @@ std::size_t LogRowsPipelinedT(const float* x, std::ptrdiff_t xs, float* y, std::
 // at most two vectors across lanes, rows of up to 16 vectors in registers (a group at
 // a time), others by the sum with the terms at the max counted apart (log(d) =
 // log1p(d - 1) keeps a dominant max's tiny rest), the next row fetched meanwhile (and
-// for float rows of up to 256 KiB whose output goes through the cache, this row's
-// output lines, for writing: from DRAM 8 x 16384 to 1024 x 1024 1.09-1.35x one
-// thread, 1.01-1.15x two; bf16 0.97-1.10x, left out), and (x - m) / T - log(d), the
-// next row's max found beside it (its loads fill the cycles of a pass that does one
-// subtraction a vector), as RowsFusedPasses does; not where the output streams (loads
-// of the next row between streaming stores: 16384 x 1000 and 4096 x 4096 from DRAM
-// 0.74-0.83x).
+// for float rows of up to kFetchOutputRowBytes whose output goes through the cache,
+// this row's output lines, for writing: from DRAM 8 x 16384 to 1024 x 1024 1.09-1.35x
+// one thread, 1.01-1.15x two, 1 x 32000 1.25x; bf16 0.97-1.10x, left out), and (x -
+// m) / T - log(d), the next row's max found beside it (its loads fill the cycles of a
+// pass that does one subtraction a vector), as RowsFusedPasses does; not where the
+// output streams (loads of the next row between streaming stores: 16384 x 1000 and
+// 4096 x 4096 from DRAM 0.74-0.83x).
 template <class T>
 std::size_t LogSoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows, std::size_t n,
                            const InverseTemperature& inv, Stores stores) {
@@ -1167,7 +1171,7 @@ std::size_t LogSoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t y
     const T* xr = x + static_cast<std::ptrdiff_t>(r) * xs;
     T* yr = y + static_cast<std::ptrdiff_t>(r) * ys;
     if (!std::isfinite(m)) return r;
-    const bool fetch_y = std::is_same_v<T, float> && n * sizeof(T) <= 4 * kPrefetchRowBytes && !Streams(stores, yr);
+    const bool fetch_y = std::is_same_v<T, float> && n * sizeof(T) <= kFetchOutputRowBytes && !Streams(stores, yr);
     const Ahead<T> next{prefetch && r + 1 < rows ? xr + xs : nullptr, fetch_y ? yr : nullptr};
     const ExpSum sum = RSumExp(xr, n, m, inv, /*count_at_max=*/true, /*backward=*/false, next);
     const float log_d = LogOfSum(sum.at_max, sum.below_max);
