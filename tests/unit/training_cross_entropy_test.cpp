@@ -371,6 +371,43 @@ TEST_F(CrossEntropy, NonFiniteLogits) {
   }
 }
 
+// Rows of several blocks of the gradient pass's stored exps (4096 classes a block;
+// 16-bit blocks find their max beside the exps of the block before): a NaN or +inf
+// only in a later block, a block of -inf between finite ones, a max in the last
+// (short) block.
+TEST_F(CrossEntropy, NonFiniteLogitsInLaterBlocks) {
+  constexpr std::int64_t kClasses = 3 * 4096 + 5;
+  for (DType dtype : kDTypes) {
+    for (std::int64_t target_cpu : simd_targets()) {
+      SCOPED_TRACE(hwy::TargetName(target_cpu));
+      with_target(target_cpu, [&] {
+        Call c;
+        c.dtype = dtype;
+        c.shape = {4, kClasses};
+        c.axis = -1;
+        c.reduction = Reduction::none;
+        SCOPED_TRACE(c.describe());
+        Prepared p = prepare(c, rng());
+        p.logits.set_at(0 * kClasses + 2 * 4096 + 3, kNaN);
+        p.logits.set_at(1 * kClasses + 4096 + 7, kInf);
+        for (std::int64_t k = 4096; k < 2 * 4096; ++k) p.logits.set_at(2 * kClasses + k, -kInf);
+        p.logits.set_at(3 * kClasses + kClasses - 2, 30);
+        std::vector<std::int64_t>& t = p.reference_case.indices;
+        t[2] = t[2] % 4096;  // row 2's target keeps a finite logit
+        p.indices->i64[static_cast<std::size_t>(2 * p.indices->step)] = t[2];
+        p.reference_case.logits = values_of(p.logits);
+        Outputs out = make_outputs(c);
+        run(c, p, out);
+        check(c, p, out);
+        EXPECT_TRUE(std::isnan(out.loss.at(0)));
+        EXPECT_TRUE(std::isnan(out.loss.at(1)));
+        EXPECT_TRUE(std::isfinite(out.loss.at(2)));
+        EXPECT_TRUE(std::isfinite(out.loss.at(3)));
+      });
+    }
+  }
+}
+
 TEST_F(CrossEntropy, EdgeShapes) {
   for (DType dtype : kDTypes) {
     for (Reduction reduction : {Reduction::none, Reduction::sum, Reduction::mean}) {

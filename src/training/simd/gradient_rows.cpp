@@ -24,6 +24,7 @@
 #include "cpu/simd/exp-inl.h"
 #include "cpu/simd/exp_f64-inl.h"
 #include "cpu/simd/exp_minus_max-inl.h"
+#include "cpu/simd/max-inl.h"
 #include "cpu/simd/sum-inl.h"
 #include "cpu/simd/walk-inl.h"
 
@@ -846,9 +847,10 @@ double CrossEntropyRowT(const T* x, T* grad, const T* weight, std::size_t n, con
 // max takes:
 // the sum stays exact where every term lies below float's normal range (a confident
 // row's loss is their sum), and the stored exps are scaled back by one product.
-template <class T, class ScaledExp>
+// side(i, count) runs beside each step over [i, i + count).
+template <class T, class ScaledExp, class Side>
 HWY_INLINE BlockExpSum StoreScaledExps(const T* x, float* e, std::size_t n, ScaledExp&& scaled_exp,
-                                       double correction, T* write_ahead) {
+                                       double correction, T* write_ahead, const Side& side) {
   const DF df;
   const std::size_t N = hn::Lanes(df);
   const VF neg_inf = hn::Set(df, -std::numeric_limits<float>::infinity());
@@ -869,6 +871,7 @@ HWY_INLINE BlockExpSum StoreScaledExps(const T* x, float* e, std::size_t n, Scal
   std::size_t i = 0;
   for (; i + 4 * N <= n; i += 4 * N) {
     if (write_ahead != nullptr) cs::FetchLines</*kForWriting=*/true>(write_ahead + i, 4 * N);
+    side(i, 4 * N);
     VF z0, z1, z2, z3;
     const VF e0 = exp_at(i, N, z0);
     const VF e1 = exp_at(i + N, N, z1);
@@ -877,6 +880,7 @@ HWY_INLINE BlockExpSum StoreScaledExps(const T* x, float* e, std::size_t n, Scal
     sum.Add(e0, z0, e1, z1, e2, z2, e3, z3);
   }
   for (; i < n; i += N) {
+    side(i, std::min(N, n - i));
     VF z;
     const VF ev = exp_at(i, std::min(N, n - i), z);
     sum.Add(ev, z);
@@ -892,15 +896,15 @@ HWY_INLINE BlockExpSum StoreScaledExps(const T* x, float* e, std::size_t n, Scal
 // folded into the reduction (no TwoSum; on AVX-512 through the table of 2^(j / 32)
 // where TableSplit allows), about two thirds of the operations of the general form
 // (exp-inl.h's with the argument's rounding error).
-template <class T>
-BlockExpSum StoreExps(const T* x, float* e, std::size_t n, float block_max, T* write_ahead) {
+template <class T, class Side>
+BlockExpSum StoreExps(const T* x, float* e, std::size_t n, float block_max, T* write_ahead, const Side& side) {
   const DF df;
   if constexpr (HWY_NATIVE_FMA) {
     if (cpu::simd::MaxSplit::fits(block_max)) {
       return cs::WithFoldedExp<cs::ExpRange::times_2_64>(df, block_max, [&](const auto exp_of) {
         return StoreScaledExps(
             x, e, n, [=](VF vx, VF& z) SMAX_INLINE_LAMBDA { return exp_of(df, vx, z); },
-            exp_of.below_max_correction, write_ahead);
+            exp_of.below_max_correction, write_ahead, side);
       });
     }
   }
@@ -910,7 +914,26 @@ BlockExpSum StoreExps(const T* x, float* e, std::size_t n, float block_max, T* w
     VF z_lo;
     cs::ScaledDifference<true, true>(df, unit_t, vx, neg_m, z, z_lo);
     return cs::ExpTimes2Pow64(df, z, z_lo);
-  }, 1.0, write_ahead);
+  }, 1.0, write_ahead, side);
+}
+
+// StoreExps with, beside it, the max of the next block x_next[0, n_next) (n_next <=
+// n), whose loads fill the cycles of the exps instead of taking a pass of their own.
+template <class T>
+BlockExpSumAndNextMax StoreExpsAndNextMax(const T* x, float* e, std::size_t n, float block_max, T* write_ahead,
+                                          const T* x_next, std::size_t n_next) {
+  cs::MaxLanes<T, 2> max;
+  const auto beside = [&](std::size_t i, std::size_t count) SMAX_INLINE_LAMBDA {
+    if (i + count <= n_next) {
+      max.Add(x_next + i, count);
+    } else if (i < n_next) {
+      max.AddAny(x_next + i, n_next - i);
+    }
+  };
+  BlockExpSumAndNextMax r;
+  r.sum = StoreExps(x, e, n, block_max, write_ahead, beside);
+  r.next_max = max.Result(x_next, n_next);
+  return r;
 }
 
 // The second pass of cross-entropy with stored exps, over one block; its whole
@@ -988,7 +1011,11 @@ double CrossEntropyBlockFromExpsT(const T* x, const float* e, T* grad, const T* 
     return CrossEntropyRowT(x, grad, weight, n, row, want_offsets);                                               \
   }                                                                                                               \
   BlockExpSum StoreExps##Suffix(const T* x, float* e, std::size_t n, float block_max, T* write_ahead) {           \
-    return StoreExps(x, e, n, block_max, write_ahead);                                                            \
+    return StoreExps(x, e, n, block_max, write_ahead, [](std::size_t, std::size_t) {});                           \
+  }                                                                                                               \
+  BlockExpSumAndNextMax StoreExpsAndNextMax##Suffix(const T* x, float* e, std::size_t n, float block_max,         \
+                                                    T* write_ahead, const T* x_next, std::size_t n_next) {        \
+    return StoreExpsAndNextMax(x, e, n, block_max, write_ahead, x_next, n_next);                                  \
   }                                                                                                               \
   double CrossEntropyBlockFromExps##Suffix(const T* x, const float* e, T* grad, const T* weight, std::size_t n,   \
                                            float block_max, const CrossEntropyRow& row, bool want_offsets,        \
@@ -1014,6 +1041,7 @@ namespace smax::training::simd {
   HWY_EXPORT(LogSoftmaxBackwardWrite##Suffix);                                                                 \
   HWY_EXPORT(CrossEntropyRow##Suffix);                                                                         \
   HWY_EXPORT(StoreExps##Suffix);                                                                               \
+  HWY_EXPORT(StoreExpsAndNextMax##Suffix);                                                                     \
   HWY_EXPORT(CrossEntropyBlockFromExps##Suffix);                                                               \
   SplitSum sum_of_products(const T* y, const T* dy, std::size_t n, NextRow next) {                             \
     return HWY_DYNAMIC_DISPATCH(SumOfProducts##Suffix)(y, dy, n, next);                                        \
@@ -1035,6 +1063,10 @@ namespace smax::training::simd {
   }                                                                                                            \
   BlockExpSum store_exps(const T* x, float* e, std::size_t n, float block_max, T* write_ahead) {               \
     return HWY_DYNAMIC_DISPATCH(StoreExps##Suffix)(x, e, n, block_max, write_ahead);                           \
+  }                                                                                                            \
+  BlockExpSumAndNextMax store_exps_and_next_max(const T* x, float* e, std::size_t n, float block_max,          \
+                                                T* write_ahead, const T* x_next, std::size_t n_next) {         \
+    return HWY_DYNAMIC_DISPATCH(StoreExpsAndNextMax##Suffix)(x, e, n, block_max, write_ahead, x_next, n_next); \
   }                                                                                                            \
   double cross_entropy_block_from_exps(const T* x, const float* e, T* grad, const T* weight, std::size_t n,    \
                                        float block_max, const CrossEntropyRow& row, bool want_offsets,         \

@@ -116,6 +116,19 @@ BlockExpSum store_exps(const float* x, float* e, std::size_t n, float block_max,
 BlockExpSum store_exps(const half* x, float* e, std::size_t n, float block_max, half* write_ahead = nullptr);
 BlockExpSum store_exps(const bfloat16* x, float* e, std::size_t n, float block_max,
                        bfloat16* write_ahead = nullptr);
+// store_exps, and beside it the max of the next block x_next[0, n_next) (n_next <= n;
+// NaN if one is NaN, as cpu/simd's f32_rmax): its loads fill the cycles of the exps
+// instead of taking a pass of their own.
+struct BlockExpSumAndNextMax {
+  BlockExpSum sum;
+  float next_max = 0;
+};
+BlockExpSumAndNextMax store_exps_and_next_max(const float* x, float* e, std::size_t n, float block_max,
+                                              float* write_ahead, const float* x_next, std::size_t n_next);
+BlockExpSumAndNextMax store_exps_and_next_max(const half* x, float* e, std::size_t n, float block_max,
+                                              half* write_ahead, const half* x_next, std::size_t n_next);
+BlockExpSumAndNextMax store_exps_and_next_max(const bfloat16* x, float* e, std::size_t n, float block_max,
+                                              bfloat16* write_ahead, const bfloat16* x_next, std::size_t n_next);
 
 // The second pass over one such block: grad[c] = (S * e[c] * exp(m_b - m) / d - a_c) *
 // scale, the rest as cross_entropy_row (x is read for the offsets, the weights, and
