@@ -592,10 +592,10 @@ class RowKernel {
     Stats<double> stats;
     // A block of 16-bit logits takes its max from the exp pass of the block before it
     // where that one ran: its loads fill the cycles of the exps instead of a pass of
-    // their own (bf16 8 x 128256 and 4096 x 32000 1.04-1.05x from DRAM, 1.04x in
-    // cache). A block of f32 logits, its exps and the next block's logits exceed a 32
-    // KiB L1 (f32 8 x 128256 and 64 x 32000 from DRAM 0.83-0.87x; docs/PERFORMANCE.md,
-    // thirty-fourth session).
+    // their own (bf16 8 x 128256, 64 x 32000 and 4096 x 32000 1.01-1.05x from DRAM,
+    // 1.03-1.06x in cache). A block of f32 logits, its exps and the next block's
+    // logits exceed a 32 KiB L1 (f32 8 x 128256 and 64 x 32000 from DRAM 0.83-0.87x;
+    // docs/PERFORMANCE.md, thirty-fourth session).
     constexpr bool kNextMaxBeside = sizeof(T) == 2;
     std::optional<float> next_max;
     for (std::size_t b = 0; b < blocks; ++b) {
