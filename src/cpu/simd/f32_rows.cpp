@@ -333,11 +333,7 @@ ExpSumAndNextMax RSumExpAndNextMax(const T* x, std::size_t n, float m, const Inv
                                    bool count_at_max, const T* x_next, std::size_t n_next) {
   MaxLanes<T, 2> max;
   const auto beside = [&](std::size_t i, std::size_t count) SMAX_INLINE_LAMBDA {
-    if (i + count <= n_next) {
-      max.Add(x_next + i, count);
-    } else if (i < n_next) {
-      max.AddAny(x_next + i, n_next - i);
-    }
+    max.AddWithin(x_next, n_next, i, count);
   };
   ExpSumAndNextMax r;
   const Ahead<T> lead{n_next > kNextMaxLead ? x_next + kNextMaxLead : nullptr, nullptr};

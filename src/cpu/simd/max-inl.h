@@ -84,6 +84,16 @@ class MaxLanes {
     if (i < count) Add(p + i, count - i);
   }
 
+  // Adds the part of x[0, n) within [i, i + count): a step of another pass over a
+  // range at least as long, beside which this max runs (the next chunk's or block's).
+  HWY_INLINE void AddWithin(const T* x, std::size_t n, std::size_t i, std::size_t count) {
+    if (i + count <= n) {
+      Add(x + i, count);
+    } else if (i < n) {
+      AddAny(x + i, n - i);
+    }
+  }
+
   // The max of the row x[0, n), every element of which was added.
   float Result(const T* x, std::size_t n) const {
     if (kFindsNaN && !hn::AllFalse(d_, hn::IsNaN(hn::Add(sums_[0], sums_[1]))) && AnyNaN(x, n)) {

@@ -924,11 +924,7 @@ BlockExpSumAndNextMax StoreExpsAndNextMax(const T* x, float* e, std::size_t n, f
                                           const T* x_next, std::size_t n_next) {
   cs::MaxLanes<T, 2> max;
   const auto beside = [&](std::size_t i, std::size_t count) SMAX_INLINE_LAMBDA {
-    if (i + count <= n_next) {
-      max.Add(x_next + i, count);
-    } else if (i < n_next) {
-      max.AddAny(x_next + i, n_next - i);
-    }
+    max.AddWithin(x_next, n_next, i, count);
   };
   BlockExpSumAndNextMax r;
   r.sum = StoreExps(x, e, n, block_max, write_ahead, beside);
