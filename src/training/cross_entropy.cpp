@@ -590,13 +590,15 @@ class RowKernel {
     const std::size_t blocks = (length + kBlock - 1) / kBlock;
     scratch.block_max.resize(blocks);
     Stats<double> stats;
-    // A block of 16-bit logits takes its max from the exp pass of the block before it
-    // where that one ran: its loads fill the cycles of the exps instead of a pass of
-    // their own (bf16 8 x 128256, 64 x 32000 and 4096 x 32000 1.01-1.05x from DRAM,
-    // 1.03-1.06x in cache). A block of f32 logits, its exps and the next block's
-    // logits exceed a 32 KiB L1 (f32 8 x 128256 and 64 x 32000 from DRAM 0.83-0.87x;
-    // docs/PERFORMANCE.md, thirty-fourth session).
-    constexpr bool kNextMaxBeside = sizeof(T) == 2;
+    // Where the exps wait in the scratch, each block takes its max from the exp pass of
+    // the block before it where that one ran: its loads fill the cycles of the exps
+    // instead of a pass of their own (bf16 8 x 128256, 64 x 32000 and 4096 x 32000
+    // 1.01-1.05x from DRAM, 1.03-1.06x in cache; f32 4096 x 32000, its gradient
+    // streamed, 1.06x). Not where the exps go to the f32 gradient itself, whose lines
+    // the exp pass reads for ownership from memory: beside the next block's loads,
+    // f32 8 x 128256 and 64 x 32000 ran 0.83-0.90x from DRAM (docs/PERFORMANCE.md,
+    // thirty-fourth session).
+    const bool next_max_beside = static_cast<void*>(exps) != static_cast<void*>(grad);
     std::optional<float> next_max;
     for (std::size_t b = 0; b < blocks; ++b) {
       const std::size_t begin = b * kBlock;
@@ -609,7 +611,7 @@ class RowKernel {
       if (std::isfinite(block_max)) {
         T* write_ahead = fetch_grad ? grad + begin : nullptr;
         training::simd::BlockExpSum sum;
-        if (kNextMaxBeside && b + 1 < blocks) {
+        if (next_max_beside && b + 1 < blocks) {
           const std::size_t next_count = std::min(kBlock, length - begin - count);
           const training::simd::BlockExpSumAndNextMax r = training::simd::store_exps_and_next_max(
               x + begin, exps + begin, count, block_max, write_ahead, x + begin + count, next_count);

@@ -403,6 +403,15 @@ TEST_F(CrossEntropy, NonFiniteLogitsInLaterBlocks) {
         EXPECT_TRUE(std::isnan(out.loss.at(1)));
         EXPECT_TRUE(std::isfinite(out.loss.at(2)));
         EXPECT_TRUE(std::isfinite(out.loss.at(3)));
+        // In place over the logits (f32 then keeps its exps apart, as 16-bit logits
+        // do): the same bits.
+        TestTensor in_place = p.logits;
+        TestTensor loss = out.loss;
+        CrossEntropyOutputs extra;
+        extra.grad = in_place.mutable_view();
+        cross_entropy(in_place.view(), p.indices->view(), loss.mutable_view(), options_of(c, p), extra);
+        EXPECT_EQ(in_place.bytes(), out.grad.bytes());
+        EXPECT_EQ(loss.bytes(), out.loss.bytes());
       });
     }
   }

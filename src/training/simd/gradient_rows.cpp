@@ -895,13 +895,15 @@ HWY_INLINE BlockExpSum StoreScaledExps(const T* x, float* e, std::size_t n, Scal
 // With FMA and a block max within MaxSplit's range, exp_minus_max-inl.h's exp: x - m_b
 // folded into the reduction (no TwoSum; on AVX-512 through the table of 2^(j / 32)
 // where TableSplit allows), about two thirds of the operations of the general form
-// (exp-inl.h's with the argument's rounding error).
+// (exp-inl.h's with the argument's rounding error). `side` runs beside each step
+// (StoreScaledExps); inlined, so that its state stays in registers.
 template <class T, class Side>
-BlockExpSum StoreExps(const T* x, float* e, std::size_t n, float block_max, T* write_ahead, const Side& side) {
+HWY_INLINE BlockExpSum StoreExps(const T* x, float* e, std::size_t n, float block_max, T* write_ahead,
+                                 const Side& side) {
   const DF df;
   if constexpr (HWY_NATIVE_FMA) {
     if (cpu::simd::MaxSplit::fits(block_max)) {
-      return cs::WithFoldedExp<cs::ExpRange::times_2_64>(df, block_max, [&](const auto exp_of) {
+      return cs::WithFoldedExp<cs::ExpRange::times_2_64>(df, block_max, [&](const auto exp_of) SMAX_INLINE_LAMBDA {
         return StoreScaledExps(
             x, e, n, [=](VF vx, VF& z) SMAX_INLINE_LAMBDA { return exp_of(df, vx, z); },
             exp_of.below_max_correction, write_ahead, side);
