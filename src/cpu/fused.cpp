@@ -33,9 +33,10 @@ float* fused_buffer_base() {
 template <class T>
 float* fused_buffer(const T* x) {
   constexpr std::uintptr_t kLine = 64;
-  const auto base = reinterpret_cast<std::uintptr_t>(fused_buffer_base());
+  float* const buffer = fused_buffer_base();
+  const auto base = reinterpret_cast<std::uintptr_t>(buffer);
   const std::uintptr_t want = (reinterpret_cast<std::uintptr_t>(x) + kPageBytes / 2) / kLine * kLine;
-  return fused_buffer_base() + (want - base) % kPageBytes / sizeof(float);
+  return buffer + (want - base) % kPageBytes / sizeof(float);
 }
 
 // The float exps of a 16-bit row, or of an f32 row whose output streams (written

@@ -1087,17 +1087,19 @@ std::size_t LogSoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t y
     }
   }
   const bool prefetch = n * sizeof(T) <= kPrefetchRowBytes;
+  // Every row of y lies as far past its element's alignment as y (Streams' test).
+  const bool streams = Streams(stores, y);
+  const bool fetch_y = std::is_same_v<T, float> && n * sizeof(T) <= kFetchOutputRowBytes && !streams;
   float m = rows > 0 ? RMax(x, n) : 0.0f;
   for (std::size_t r = 0; r < rows; ++r) {
     const T* xr = x + static_cast<std::ptrdiff_t>(r) * xs;
     T* yr = y + static_cast<std::ptrdiff_t>(r) * ys;
     if (!std::isfinite(m)) return r;
-    const bool fetch_y = std::is_same_v<T, float> && n * sizeof(T) <= kFetchOutputRowBytes && !Streams(stores, yr);
     const Ahead<T> next{prefetch && r + 1 < rows ? xr + xs : nullptr, fetch_y ? yr : nullptr};
     const ExpSum sum = RSumExp(xr, n, m, inv, /*count_at_max=*/true, /*backward=*/false, next);
     const float log_d = LogOfSum(sum.at_max, sum.below_max);
     const T* x_next = r + 1 < rows ? xr + xs : nullptr;
-    if (x_next != nullptr && !Streams(stores, yr)) {
+    if (x_next != nullptr && !streams) {
       MaxLanes<T, 2> next_max;
       LogSoftmaxNormalize(xr, yr, n, m, inv, log_d, false, stores,
                           [&](std::size_t i, std::size_t count) { next_max.Add(x_next + i, count); });
