@@ -1112,8 +1112,12 @@ std::size_t LogSoftmaxRows(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t y
   return rows;
 }
 
-void ExpArray(const float* z, const float* z_lo, float* y, std::size_t n) {
+void ExpArray(const float* z, const float* z_lo, float* y, std::size_t n, bool coarse) {
   const DF d;
+  if (coarse) {
+    Map(d, z, y, n, false, [&](VF v) { return ExpFlushCoarse(d, v); });
+    return;
+  }
   Walk<1>(
       d, n, false,
       [&](std::size_t i) { hn::StoreU(ExpFlush(d, hn::LoadU(d, z + i), hn::LoadU(d, z_lo + i)), d, y + i); },
@@ -1287,8 +1291,8 @@ HWY_EXPORT(ExpMinusMaxArray);
 HWY_EXPORT(ConvertF16);
 HWY_EXPORT(ConvertBF16);
 
-void f32_exp_flush(const float* z, const float* z_lo, float* y, std::size_t n) {
-  HWY_DYNAMIC_DISPATCH(ExpArray)(z, z_lo, y, n);
+void f32_exp_flush(const float* z, const float* z_lo, float* y, std::size_t n, bool coarse) {
+  HWY_DYNAMIC_DISPATCH(ExpArray)(z, z_lo, y, n, coarse);
 }
 
 bool f32_exp_minus_max(const float* x, float* y, std::size_t n, float m, ExpMinusMaxForm form, bool table,

@@ -167,8 +167,9 @@ void f32_log_softmax_normalize(const half* x, half* y, std::size_t n, float m, d
 void f32_log_softmax_normalize(const bfloat16* x, bfloat16* y, std::size_t n, float m, double inv_t, float log_d,
                                bool backward, Stores stores = Stores::cached);
 
-// y[i] = exp(z[i] + z_lo[i]) with the kernels' exp (0 below the normal range); for tests.
-void f32_exp_flush(const float* z, const float* z_lo, float* y, std::size_t n);
+// y[i] = exp(z[i] + z_lo[i]) with the kernels' exp (0 below the normal range); with
+// `coarse`, exp(z[i]) by its coarse form (ExpFlushCoarse; z_lo unread); for tests.
+void f32_exp_flush(const float* z, const float* z_lo, float* y, std::size_t n, bool coarse = false);
 
 // The row kernels' forms of exp(x - m) below float's normal range
 // (exp_minus_max-inl.h's ExpRange): flushed to 0, float's subnormals kept (bf16 rows),

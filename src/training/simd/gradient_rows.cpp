@@ -592,14 +592,15 @@ void LogSoftmaxBackwardWide(const T* log_y, const T* dy, T* dx, std::size_t n, d
 
 // The float lanes' cancellation bound K for outputs of type T: an element stays in
 // float lanes where |p S| <= K |dx|. Its float error relative to dx is at most K times
-// the exp's 1.01 ulp and S's rounding to float (1.8e-7 K in all) plus dx's own two
-// roundings: for f32 K = 2 keeps that within the 1e-6 bar (5.4e-7); a 16-bit output
-// only needs it well within its own unit in the last place (at least 2^-8 of dx for
-// bf16, 2^-11 for f16), where K = 2^12 and 2^8 leave 0.19 and 0.09 of that unit
-// (tests/unit/training_backward_test.cpp's NearCancellation checks it). The larger K,
-// the fewer vectors the double lanes redo.
+// the exp's and S's rounding to float plus dx's own two roundings. For f32 the exp is
+// ExpFlush (1.01 ulp; 1.8e-7 K with S's), and K = 2 keeps that within the 1e-6 bar
+// (5.4e-7). A 16-bit output only needs it well within its own unit in the last place
+// (at least 2^-8 of dx for bf16, 2^-11 for f16), and takes ExpFlushCoarse (6e-7; 6.6e-7
+// K with S's, 5-9% faster for bf16 on AVX-512), where K = 2^10 and 2^6 leave 0.17 and
+// 0.09 of that unit (tests/unit/training_backward_test.cpp's NearCancellation checks
+// it). The larger K, the fewer vectors the double lanes redo.
 template <class T>
-inline constexpr float kCancellationBound = std::is_same_v<T, bfloat16> ? 4096.0f : std::is_same_v<T, half> ? 256.0f : 2.0f;
+inline constexpr float kCancellationBound = std::is_same_v<T, bfloat16> ? 1024.0f : std::is_same_v<T, half> ? 64.0f : 2.0f;
 
 // max(v, acc) per lane, acc where v is NaN: on x86 what max_ps does (it returns its
 // second operand unless the first is greater), elsewhere a comparison and a blend.
@@ -612,7 +613,7 @@ HWY_INLINE VF MaxOrKeep(VF v, VF acc) {
 }
 
 // A double exp per element costs more than the memory it reads, so most elements are
-// done in float lanes: dx = (dy - p * S) / T with p from the float exp (1.01 ulp) and
+// done in float lanes: dx = (dy - p * S) / T with p from a float exp (kCancellationBound) and
 // one rounding of dy - p S. That is exact enough wherever |p S| <= K |dx| (K =
 // kCancellationBound<T>: the exp's error, relative to p S, cannot then grow by more
 // than K relative to dx), p is a normal float or the p that the exp flushed to 0 is
@@ -653,7 +654,7 @@ void LogSoftmaxBackwardFloatLanes(const T* log_y, const T* dy, T* dx, std::size_
   VF max_abs_v = zero;
   // v = dy - p S, its output, and whether it is exact enough.
   const auto compute = [&](VF ly, VF vdy, VF& out) SMAX_INLINE_LAMBDA {
-    const VF p = cs::ExpFlush(df, ly, cs::NoLowPart{});
+    const VF p = std::is_same_v<T, float> ? cs::ExpFlush(df, ly, cs::NoLowPart{}) : cs::ExpFlushCoarse(df, ly);
     const VF v = hn::NegMulAdd(p, vsum, vdy);
     const VF abs_v = hn::Abs(v);
     out = kScaled ? hn::Mul(v, scale) : v;
