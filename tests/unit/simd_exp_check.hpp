@@ -40,8 +40,8 @@ inline double ulp_error(float got, double reference) {
 
 // The largest errors of one target.
 struct ExpErrors {
-  double ulps = 0;               // the kernels' exp, in ulps
-  double coarse_relative = 0;    // its coarse form (ExpFlushCoarse), relative
+  double ulps = 0;             // the kernels' exp, in ulps
+  double coarse_relative = 0;  // its coarse form (ExpFlushCoarse), relative
 };
 
 // The largest errors per target name over every `step`-th float of [-87.3, -0].
@@ -67,7 +67,8 @@ inline std::map<std::string, ExpErrors> exp_errors(std::uint32_t step) {
       for (std::size_t i = 0; i < n; ++i) w.ulps = std::max(w.ulps, ulp_error(y[i], reference[i]));
       with_target(t, [&] { cpu::simd::f32_exp_flush(z.data(), zero.data(), y.data(), n, /*coarse=*/true); });
       for (std::size_t i = 0; i < n; ++i) {
-        w.coarse_relative = std::max(w.coarse_relative, std::abs(static_cast<double>(y[i]) - reference[i]) / reference[i]);
+        const double relative = std::abs(static_cast<double>(y[i]) - reference[i]) / reference[i];
+        w.coarse_relative = std::max(w.coarse_relative, relative);
       }
     }
   }

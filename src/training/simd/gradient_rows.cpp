@@ -613,8 +613,8 @@ HWY_INLINE VF MaxOrKeep(VF v, VF acc) {
 }
 
 // A double exp per element costs more than the memory it reads, so most elements are
-// done in float lanes: dx = (dy - p * S) / T with p from a float exp (kCancellationBound) and
-// one rounding of dy - p S. That is exact enough wherever |p S| <= K |dx| (K =
+// done in float lanes: dx = (dy - p * S) / T with p from a float exp (its error as
+// kCancellationBound counts it) and one rounding of dy - p S. That is exact enough wherever |p S| <= K |dx| (K =
 // kCancellationBound<T>: the exp's error, relative to p S, cannot then grow by more
 // than K relative to dx), p is a normal float or the p that the exp flushed to 0 is
 // negligible (|dy - p S| >= FLT_MIN |S| 2^24, the row's `flushed_floor`), log_y <= 0
