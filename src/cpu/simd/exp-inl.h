@@ -180,6 +180,15 @@ HWY_INLINE V TableEntryTimesExp(D d, V table_lo, V table_hi, V t, V r) {
   const V q = hn::MulAdd(hn::MulAdd(r, hn::Set(d, 1.0f / 6), hn::Set(d, 0.5f)), r, hn::Set(d, 1.0f));
   return hn::MulAdd(hn::Mul(entry, r), q, entry);
 }
+
+// entry * (1 + r + r^2 / 2): the coarse forms' (ExpFlushCoarse, DirectTableExp's
+// kCoarse), one multiply-add fewer.
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE V TableEntryTimesExpQuadratic(D d, V table_lo, V table_hi, V t, V r) {
+  const V entry = TableEntry(table_lo, table_hi, t);
+  const V half_r_plus_one = hn::MulAdd(r, hn::Set(d, 0.5f), hn::Set(d, 1.0f));
+  return hn::MulAdd(hn::Mul(entry, r), half_r_plus_one, entry);
+}
 #else
 template <class V>
 inline constexpr bool kHasScalef = false;
@@ -233,9 +242,8 @@ HWY_INLINE V ExpFlushCoarse(D d, V z) {
     const V t = hn::MulAdd(z, hn::Set(d, 1.44269502162933349609375f), hn::Set(d, kRoundingShift32));  // log2(e)
     const V u = hn::Sub(t, hn::Set(d, kRoundingShift32));
     const V r = hn::NegMulAdd(u, hn::Set(d, kLn2Float), z);
-    const V entry = TableEntry(hn::LoadU(d, kPow2Over32 + 32), hn::LoadU(d, kPow2Over32 + 48), t);
-    const V half_r_plus_one = hn::MulAdd(r, hn::Set(d, 0.5f), hn::Set(d, 1.0f));
-    return ScalefWhereNotBelow(hn::MulAdd(hn::Mul(entry, r), half_r_plus_one, entry), u, z, hn::Set(d, kExpCutoff));
+    const V e = TableEntryTimesExpQuadratic(d, hn::LoadU(d, kPow2Over32 + 32), hn::LoadU(d, kPow2Over32 + 48), t, r);
+    return ScalefWhereNotBelow(e, u, z, hn::Set(d, kExpCutoff));
   }
 #endif
   return ExpFlush(d, z, NoLowPart{});

@@ -378,9 +378,7 @@ struct DirectTableExp {
     const V delta_less_x_lo = hn::Sub(delta, x_lo);
     if constexpr (kCoarse) {
       const V r = hn::Sub(hn::NegMulAdd(c, hn::Set(d, kLn2Float), x), delta_less_x_lo);  // delta: coarse_delta()
-      const V entry = TableEntry(table_lo, table_hi, t);
-      const V half_r_plus_one = hn::MulAdd(r, hn::Set(d, 0.5f), hn::Set(d, 1.0f));
-      return ScalefWhereNotBelow(hn::MulAdd(hn::Mul(entry, r), half_r_plus_one, entry), power, x, threshold);
+      return ScalefWhereNotBelow(TableEntryTimesExpQuadratic(d, table_lo, table_hi, t, r), power, x, threshold);
     } else {
       const V r = TableReduced(d, x, c, delta_less_x_lo);
       return ScalefWhereNotBelow(TableEntryTimesExp(d, table_lo, table_hi, t, r), power, x, threshold);
