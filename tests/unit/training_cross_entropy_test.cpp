@@ -593,6 +593,26 @@ TEST_F(CrossEntropy, TinyWeightsKeepTheGradientsPrecision) {
   }
 }
 
+// f64 logits far below their row's max, with probability targets equal to the
+// softmax itself, so that every gradient S * p - a cancels: p keeps double's
+// precision although x - m rounds (by 2^-53 of |x - m|, up to 2^-47 of p here).
+TEST_F(CrossEntropy, F64GradientsCancelWithinDoublesPrecision) {
+  Call c;
+  c.dtype = DType::f64;
+  c.shape = {4, 257};
+  c.axis = -1;
+  c.targets = Targets::probabilities;
+  c.reduction = Reduction::sum;
+  c.want_log_prob = false;
+  Prepared p = prepare(c, rng(), 20);
+  const Expected softmax = reference_nd(Op::softmax, p.logits, Options{});
+  for (std::int64_t i = 0; i < p.logits.numel(); ++i) p.probabilities->set_at(i, softmax.values[static_cast<std::size_t>(i)]);
+  p.reference_case.probabilities = values_of(*p.probabilities);
+  Outputs out = make_outputs(c);
+  run(c, p, out);
+  check(c, p, out);
+}
+
 // The gradient in place over the logits, and the log-probabilities in place (with a
 // gradient beside them): the same loss, gradient and log-probabilities as separate
 // outputs give. Strided rows, contiguous rows that fit in L2 with their exps (stored
