@@ -56,7 +56,7 @@ long double cross_entropy_objective(const CrossEntropyCase& c);
 // The bar: f32 relative 1e-6 (f64 1e-13; f16/bf16 one unit in the last place) of the
 // reference, plus the smallest subnormal step of the type, plus
 // `cancellation_eps` * the cancelled magnitude. NaN must match NaN, an infinity the
-// same infinity.
+// same infinity; a result beyond the type's range (f16's 65504) its infinity.
 ::testing::AssertionResult meets_training_bar(const std::string& what, const TestTensor& out,
                                               const std::vector<long double>& expected,
                                               const std::vector<long double>& cancelled,

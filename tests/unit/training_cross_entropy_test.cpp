@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <hwy/targets.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -102,6 +103,7 @@ struct Call {
   bool want_grad = true;
   bool want_log_prob = true;
   int threads = 0;
+  Stores stores = Stores::automatic;
 
   int class_axis() const { return axis < 0 ? axis + static_cast<int>(shape.size()) : axis; }
   std::string describe() const {
@@ -180,6 +182,7 @@ CrossEntropyOptions options_of(const Call& c, const Prepared& p) {
   o.ignore_index = c.ignore_index;
   o.label_smoothing = c.smoothing;
   o.threads = c.threads;
+  o.stores = c.stores;
   if (p.weight) o.weight = p.weight->view();
   return o;
 }
@@ -683,6 +686,56 @@ TEST_F(CrossEntropy, ResultsDoNotDependOnTheThreadCount) {
   EXPECT_EQ(one.loss.bytes(), many.loss.bytes());
   EXPECT_EQ(one.grad.bytes(), many.grad.bytes());
   EXPECT_EQ(one.log_prob.bytes(), many.log_prob.bytes());
+}
+
+// Random calls on larger logits than RandomConfigurationsMeetTheBar's, where the
+// vectorised rows split into blocks, fetch the next row and stream the gradient:
+// class counts at the kernels' boundaries or any up to 2^17, every option drawn,
+// and the bits of one thread.
+TEST_F(CrossEntropy, RandomLargeCallsMeetTheBar) {
+  const std::int64_t kClassCounts[] = {1, 15, 16, 17, 255, 1000, 4095, 4096, 4097, 8193, 32000, 32769, 65537};
+  for (int trial = 0; trial < 24; ++trial) {
+    Call c;
+    c.dtype = kDTypes[rng()() % 4];
+    const std::int64_t classes = rng()() % 2 ? kClassCounts[rng()() % std::size(kClassCounts)]
+                                             : 1 + static_cast<std::int64_t>(rng()() % 131072);
+    const std::int64_t samples = 1 + static_cast<std::int64_t>(rng()() % static_cast<std::uint64_t>(
+                                         std::max<std::int64_t>(1, (std::int64_t{1} << 19) / classes)));
+    const bool last_axis = rng()() % 3 != 0;
+    if (last_axis || samples == 1) {
+      c.shape = {samples, classes};
+      c.axis = last_axis ? -1 : 1;
+    } else {  // (N, C, d): the class axis strided
+      const std::int64_t d = 1 + static_cast<std::int64_t>(rng()() % 16);
+      c.shape = {std::max<std::int64_t>(1, samples / d), classes, d};
+      c.axis = 1;
+    }
+    const Layout kLayouts[] = {Layout::contiguous, Layout::misaligned, Layout::strided};
+    c.layout = kLayouts[rng()() % 3];
+    c.targets = rng()() % 4 == 0 ? Targets::probabilities : rng()() % 2 ? Targets::i64 : Targets::i32;
+    c.weighted = rng()() % 3 == 0;
+    c.reduction = std::array{Reduction::none, Reduction::sum, Reduction::mean}[rng()() % 3];
+    if (c.targets != Targets::probabilities && rng()() % 2) c.ignore_index = rng()() % 2 ? -100 : 0;
+    c.smoothing = rng()() % 2 ? 0.0 : 0.1;
+    c.want_log_prob = rng()() % 3 == 0;
+    c.threads = static_cast<int>(rng()() % 4);
+    c.stores = std::array{Stores::automatic, Stores::cached, Stores::streaming}[rng()() % 3];
+    SCOPED_TRACE(c.describe() + " threads " + std::to_string(c.threads) + " stores " +
+                 std::string(smax::to_string(c.stores)));
+    Prepared p = prepare(c, rng(), rng()() % 2 ? 3 : 30);
+    Outputs out = make_outputs(c);
+    run(c, p, out);
+    check(c, p, out);
+    if (c.threads != 1) {
+      c.threads = 1;
+      Outputs one = make_outputs(c);
+      run(c, p, one);
+      EXPECT_EQ(one.loss.bytes(), out.loss.bytes());
+      EXPECT_EQ(one.grad.bytes(), out.grad.bytes());
+      EXPECT_EQ(one.log_prob.bytes(), out.log_prob.bytes());
+    }
+    if (HasFailure()) return;
+  }
 }
 
 // An LLM vocabulary: 256K classes on the last axis, the target dominant or not, the
