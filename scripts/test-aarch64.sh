@@ -51,6 +51,9 @@ slow=(  # each over 10 s under qemu on 2 cores (f32's random rows and thread cou
   'FusedOverChunks.*' 'Anchors.RampsOfTwoToTheTwentyInF64'
   '*Backward.VocabularyRowsAfterTheirFetchesMeetTheBar/*'
   'CrossEntropy.VocabularyOf256KStaysExact' 'CrossEntropy.InPlaceOverTheLogits'
+  # tensors of up to 2^20 elements against a long double reference (quad precision
+  # in software on aarch64)
+  'RandomCalls.*' 'CrossEntropy.RandomLargeCallsMeetTheBar'
 )
 filter="-$(IFS=:; echo "${slow[*]}")"
 # The tool's command-line and bench tests (75 s each here) check a front end that has
