@@ -4,10 +4,12 @@
 // and the same for the backward passes (without the variants and special values).
 // The sweeps elsewhere cover each choice on small tensors; these draws reach the
 // paths that only larger ones take (chunked rows, column panels, streamed outputs,
-// rows that fetch the next one) in combinations no one listed. SMAX_RANDOM_CALLS sets
+// rows that fetch the next one) in combinations no one listed, each call on one of
+// the Highway targets the machine supports, drawn too. SMAX_RANDOM_CALLS sets
 // how many calls a run makes (default 40); a failure prints its call and the seed.
 // In place (y = x) a third of the time where the op allows it.
 #include <gtest/gtest.h>
+#include <hwy/targets.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -94,6 +96,18 @@ Layout random_layout(Rng& rng, bool output) {
                 : pick(rng, std::vector<Layout>(std::begin(kAllLayouts), std::end(kAllLayouts)));
 }
 
+// Runs f with only one Highway target enabled, drawn from those the machine supports
+// (the kernels' dispatch then picks it), and says which in failures.
+template <class F>
+void on_random_target(Rng& rng, F&& f) {
+  const std::vector<std::int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  const std::int64_t target = pick(rng, targets);
+  SCOPED_TRACE(std::string("target ") + hwy::TargetName(target));
+  hwy::SetSupportedTargetsForTest(target);
+  f();
+  hwy::SetSupportedTargetsForTest(0);
+}
+
 class RandomCalls : public SeededTest {};
 
 TEST_F(RandomCalls, MeetTheBarAndGiveTheSameBitsOnOneThread) {
@@ -127,6 +141,7 @@ TEST_F(RandomCalls, MeetTheBarAndGiveTheSameBitsOnOneThread) {
     if (chance(rng(), 0.3)) add_special_values(rng(), x, axis);
     SCOPED_TRACE("call " + std::to_string(call));
     const Expected expected = reference_nd(op, x, options);
+    on_random_target(rng(), [&] {
     const TestTensor y = run_and_check(op, x, options, output_layout, expected);
     if (op != Op::logsumexp && input_layout != Layout::broadcast && chance(rng(), 0.3)) {
       // In place: y is x itself.
@@ -142,6 +157,7 @@ TEST_F(RandomCalls, MeetTheBarAndGiveTheSameBitsOnOneThread) {
       run_op(op, x.view(), y1.mutable_view(), one_thread);
       EXPECT_TRUE(bitwise_equal(y, y1)) << describe(op, options) << " against one thread, input " << x.describe();
     }
+    });
     if (::testing::Test::HasFailure()) return;  // the first failing call says enough
   }
 }
@@ -186,7 +202,9 @@ TEST_F(RandomCalls, BackwardMeetsTheBarAndGivesTheSameBitsOnOneThread) {
 
     // Into a tensor of its own, or in place over dy (a third of the time).
     const bool in_place = dy.layout() != Layout::broadcast && chance(rng(), 0.3);
-    TestTensor dx = in_place ? dy : TestTensor(dtype, shape, random_layout(rng(), true));
+    const Layout dx_layout = random_layout(rng(), true);
+    on_random_target(rng(), [&] {
+    TestTensor dx = in_place ? dy : TestTensor(dtype, shape, dx_layout);
     backward(log, y.view(), in_place ? dx.view() : dy.view(), dx.mutable_view(), options);
     EXPECT_TRUE(meets_training_bar(in_place ? "in place " + dx.describe() : dx.describe(), dx, reference.values,
                                    reference.cancelled, eps));
@@ -198,6 +216,7 @@ TEST_F(RandomCalls, BackwardMeetsTheBarAndGivesTheSameBitsOnOneThread) {
       backward(log, y.view(), in_place ? dx1.view() : dy.view(), dx1.mutable_view(), one_thread);
       EXPECT_TRUE(bitwise_equal(dx, dx1)) << "against one thread";
     }
+    });
     if (::testing::Test::HasFailure()) return;
   }
 }
