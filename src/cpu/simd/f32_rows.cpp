@@ -821,10 +821,21 @@ inline constexpr std::size_t kFetchOutputRowBytes = 256 * 1024;
 // How far ahead the pipelined rows fetch float rows at least (FetchLeadRows).
 inline constexpr std::size_t kFetchLeadBytes = 8 * 1024;
 
+// The largest call (its input) that the fused passes take to be in cache, where each
+// row finds the next one's max beside its exps rather than beside its scaling: then
+// the next row's exps need not wait at the row's end for that max to be reduced (in
+// cache f32 64 x 1000 1.08-1.12x, 8 x 4096 1.08x, 32 x 512 1.07-1.09x; bf16 64 x 1000
+// 1.03x). From DRAM the loads beside the exps cost more than that (the same f32 rows
+// 0.86-0.92x, 1024 x 4096 0.79x; docs/PERFORMANCE.md, thirty-sixth session): a small
+// call is taken to come from whatever just wrote it, and larger calls, which come from
+// memory more often, keep the max beside the scaling.
+inline constexpr std::size_t kHotCallBytes = 256 * 1024;
+
 template <class T>
 std::size_t RowsFusedPasses(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t ys, std::size_t rows,
                             std::size_t n, const InverseTemperature& inv, float* buffer, Stores stores) {
   const bool prefetch = n * sizeof(T) <= kPrefetchRowBytes;
+  const bool hot = rows * n * sizeof(T) <= kHotCallBytes;
   float m = rows > 0 ? RMax(x, n) : 0.0f;
   for (std::size_t r = 0; r < rows; ++r) {
     const T* xr = x + static_cast<std::ptrdiff_t>(r) * xs;
@@ -843,14 +854,23 @@ std::size_t RowsFusedPasses(const T* x, std::ptrdiff_t xs, T* y, std::ptrdiff_t 
     const bool next_row = prefetch && r + 1 < rows;
     Ahead<T> next{next_row ? xr + xs : nullptr, nullptr};
     if (prefetch && !streams) next.y = !std::is_same_v<T, float> ? yr : next_row ? yr + ys : nullptr;
+    const T* x_next = r + 1 < rows ? xr + xs : nullptr;
+    MaxLanes<T, 2> next_max;
+    const auto add_to_next_max = [&](std::size_t i, std::size_t count) { next_max.Add(x_next + i, count); };
+    if (x_next != nullptr && !streams && hot) {
+      // The next row's max beside the exps: reduced during the scaling pass, so that
+      // the next row's exps need not wait for it.
+      const ExpSum sum = RStoreSoftmaxExps(xr, e, n, m, inv, next, add_to_next_max);
+      m = next_max.Result(x_next, n);
+      VScaleExps(e, yr, n, static_cast<float>(1.0 / sum.below_max), false);
+      continue;
+    }
     const ExpSum sum = RStoreSoftmaxExps(xr, e, n, m, inv, next);
     const float scale = static_cast<float>(1.0 / sum.below_max);
-    const T* x_next = r + 1 < rows ? xr + xs : nullptr;
     if (x_next != nullptr && !streams) {
       // The next row's max beside the scaling: its loads and compares fill the
       // cycles the stores leave.
-      MaxLanes<T, 2> next_max;
-      VScaleExps(e, yr, n, scale, false, [&](std::size_t i, std::size_t count) { next_max.Add(x_next + i, count); });
+      VScaleExps(e, yr, n, scale, false, add_to_next_max);
       m = next_max.Result(x_next, n);
     } else {
       VScaleExps(e, yr, n, scale, streams);
