@@ -18,6 +18,12 @@ void run_op(Op op, const TensorView& x, const MutableTensorView& y, const Option
   }
 }
 
+void run_backward(bool log, const TensorView& y, const TensorView& dy, const MutableTensorView& dx,
+                  const BackwardOptions& options) {
+  if (log) log_softmax_backward(y, dy, dx, options);
+  else softmax_backward(y, dy, dx, options);
+}
+
 std::string dtype_test_name(const ::testing::TestParamInfo<DType>& param_info) {
   return std::string(to_string(param_info.param));
 }

@@ -8,6 +8,7 @@
 
 #include "nd_reference.hpp"
 #include "smax/smax.hpp"
+#include "smax/training.hpp"
 #include "test_tensor.hpp"
 
 namespace smax::test {
@@ -25,6 +26,10 @@ bool supports_length(Algorithm algorithm, std::int64_t length);
 
 // smax::softmax, smax::log_softmax or smax::logsumexp.
 void run_op(Op op, const TensorView& x, const MutableTensorView& y, const Options& options);
+
+// smax::log_softmax_backward (log) or smax::softmax_backward.
+void run_backward(bool log, const TensorView& y, const TensorView& dy, const MutableTensorView& dx,
+                  const BackwardOptions& options);
 
 // Names parameterised tests by their dtype: "f32", "bf16", ...
 std::string dtype_test_name(const ::testing::TestParamInfo<DType>& param_info);

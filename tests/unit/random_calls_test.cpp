@@ -23,6 +23,7 @@
 #include "op_runner.hpp"
 #include "random_data.hpp"
 #include "seed.hpp"
+#include "simd_exp_check.hpp"
 #include "smax/training.hpp"
 #include "training_reference.hpp"
 
@@ -96,16 +97,13 @@ Layout random_layout(Rng& rng, bool output) {
                 : pick(rng, std::vector<Layout>(std::begin(kAllLayouts), std::end(kAllLayouts)));
 }
 
-// Runs f with only one Highway target enabled, drawn from those the machine supports
-// (the kernels' dispatch then picks it), and says which in failures.
+// Runs f with only one Highway target enabled (with_target), drawn from those the
+// machine supports, and says which in failures.
 template <class F>
 void on_random_target(Rng& rng, F&& f) {
-  const std::vector<std::int64_t> targets = hwy::SupportedAndGeneratedTargets();
-  const std::int64_t target = pick(rng, targets);
+  const std::int64_t target = pick(rng, simd_targets());
   SCOPED_TRACE(std::string("target ") + hwy::TargetName(target));
-  hwy::SetSupportedTargetsForTest(target);
-  f();
-  hwy::SetSupportedTargetsForTest(0);
+  with_target(target, f);
 }
 
 class RandomCalls : public SeededTest {};
@@ -142,30 +140,23 @@ TEST_F(RandomCalls, MeetTheBarAndGiveTheSameBitsOnOneThread) {
     SCOPED_TRACE("call " + std::to_string(call));
     const Expected expected = reference_nd(op, x, options);
     on_random_target(rng(), [&] {
-    const TestTensor y = run_and_check(op, x, options, output_layout, expected);
-    if (op != Op::logsumexp && input_layout != Layout::broadcast && chance(rng(), 0.3)) {
-      // In place: y is x itself.
-      TestTensor z(dtype, shape, input_layout);
-      for (std::int64_t i = 0; i < x.numel(); ++i) z.set_at(i, x.at(i));
-      run_op(op, z.view(), z.mutable_view(), options);
-      EXPECT_TRUE(matches_reference(op, z, expected)) << "in place: " << describe(op, options) << ", " << z.describe();
-    }
-    if (options.threads != 1) {
-      Options one_thread = options;
-      one_thread.threads = 1;
-      TestTensor y1 = make_output(op, x, one_thread, output_layout);
-      run_op(op, x.view(), y1.mutable_view(), one_thread);
-      EXPECT_TRUE(bitwise_equal(y, y1)) << describe(op, options) << " against one thread, input " << x.describe();
-    }
+      const TestTensor y = run_and_check(op, x, options, output_layout, expected);
+      if (op != Op::logsumexp && input_layout != Layout::broadcast && chance(rng(), 0.3)) {
+        // In place: the output is the input itself.
+        TestTensor z = x;
+        run_op(op, z.view(), z.mutable_view(), options);
+        EXPECT_TRUE(matches_reference(op, z, expected)) << "in place: " << describe(op, options) << ", " << z.describe();
+      }
+      if (options.threads != 1) {
+        Options one_thread = options;
+        one_thread.threads = 1;
+        TestTensor y1 = make_output(op, x, one_thread, output_layout);
+        run_op(op, x.view(), y1.mutable_view(), one_thread);
+        EXPECT_TRUE(bitwise_equal(y, y1)) << describe(op, options) << " against one thread, input " << x.describe();
+      }
     });
     if (::testing::Test::HasFailure()) return;  // the first failing call says enough
   }
-}
-
-void backward(bool log, const TensorView& y, const TensorView& dy, const MutableTensorView& dx,
-              const BackwardOptions& options) {
-  if (log) log_softmax_backward(y, dy, dx, options);
-  else softmax_backward(y, dy, dx, options);
 }
 
 TEST_F(RandomCalls, BackwardMeetsTheBarAndGivesTheSameBitsOnOneThread) {
@@ -204,18 +195,18 @@ TEST_F(RandomCalls, BackwardMeetsTheBarAndGivesTheSameBitsOnOneThread) {
     const bool in_place = dy.layout() != Layout::broadcast && chance(rng(), 0.3);
     const Layout dx_layout = random_layout(rng(), true);
     on_random_target(rng(), [&] {
-    TestTensor dx = in_place ? dy : TestTensor(dtype, shape, dx_layout);
-    backward(log, y.view(), in_place ? dx.view() : dy.view(), dx.mutable_view(), options);
-    EXPECT_TRUE(meets_training_bar(in_place ? "in place " + dx.describe() : dx.describe(), dx, reference.values,
-                                   reference.cancelled, eps));
-    EXPECT_TRUE(dx.untouched_outside_view());
-    if (options.threads != 1) {
-      BackwardOptions one_thread = options;
-      one_thread.threads = 1;
-      TestTensor dx1 = in_place ? dy : TestTensor(dtype, shape, dx.layout());
-      backward(log, y.view(), in_place ? dx1.view() : dy.view(), dx1.mutable_view(), one_thread);
-      EXPECT_TRUE(bitwise_equal(dx, dx1)) << "against one thread";
-    }
+      TestTensor dx = in_place ? dy : TestTensor(dtype, shape, dx_layout);
+      run_backward(log, y.view(), in_place ? dx.view() : dy.view(), dx.mutable_view(), options);
+      EXPECT_TRUE(meets_training_bar(in_place ? "in place " + dx.describe() : dx.describe(), dx, reference.values,
+                                     reference.cancelled, eps));
+      EXPECT_TRUE(dx.untouched_outside_view());
+      if (options.threads != 1) {
+        BackwardOptions one_thread = options;
+        one_thread.threads = 1;
+        TestTensor dx1 = in_place ? dy : TestTensor(dtype, shape, dx.layout());
+        run_backward(log, y.view(), in_place ? dx1.view() : dy.view(), dx1.mutable_view(), one_thread);
+        EXPECT_TRUE(bitwise_equal(dx, dx1)) << "against one thread";
+      }
     });
     if (::testing::Test::HasFailure()) return;
   }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "nd_reference.hpp"
+#include "op_runner.hpp"
 #include "random_data.hpp"
 #include "reference/reference.hpp"
 #include "seed.hpp"
@@ -45,12 +46,6 @@ TestTensor forward_output(bool log, DType dtype, const std::vector<std::int64_t>
   return make_tensor(dtype, shape, e.values, layout);
 }
 
-void backward(bool log, const TensorView& y, const TensorView& dy, const MutableTensorView& dx,
-              const BackwardOptions& o) {
-  if (log) log_softmax_backward(y, dy, dx, o);
-  else softmax_backward(y, dy, dx, o);
-}
-
 class Backward : public SeededTest, public ::testing::WithParamInterface<bool> {};
 
 TEST_P(Backward, EveryDtypeAxisAndLayoutMeetsTheBar) {
@@ -73,7 +68,7 @@ TEST_P(Backward, EveryDtypeAxisAndLayoutMeetsTheBar) {
         o.temperature = static_cast<double>(t);
         SCOPED_TRACE("axis " + std::to_string(axis) + " T " + std::to_string(static_cast<double>(t)) + " y " +
                      y.describe() + " dy " + dy.describe() + " dx " + dx.describe());
-        backward(log, y.view(), dy.view(), dx.mutable_view(), o);
+        run_backward(log, y.view(), dy.view(), dx.mutable_view(), o);
         const Reference ref = backward_reference(log, y, dy, normalized_axis(axis, rank), t);
         EXPECT_TRUE(meets_training_bar(log ? "log_softmax_backward" : "softmax_backward", dx, ref.values,
                                        ref.cancelled, compute_eps(dtype)));
@@ -107,7 +102,7 @@ TEST_P(Backward, MatchesLongDoubleFiniteDifferences) {
       TestTensor dx(DType::f64, {n});
       BackwardOptions o;
       o.temperature = static_cast<double>(t);
-      backward(log, y.view(), dy.view(), dx.mutable_view(), o);
+      run_backward(log, y.view(), dy.view(), dx.mutable_view(), o);
       const long double h = 1e-6L;
       for (std::size_t i = 0; i < x.size(); ++i) {
         std::vector<long double> plus = x, minus = x;
@@ -127,9 +122,9 @@ TEST_P(Backward, MatchesLongDoubleFiniteDifferences) {
 void expect_same_bits_in_place(bool log, const TestTensor& y, const TestTensor& dy, const TestTensor& separate,
                                const BackwardOptions& options) {
   TestTensor over_dy = dy;
-  backward(log, y.view(), over_dy.view(), over_dy.mutable_view(), options);
+  run_backward(log, y.view(), over_dy.view(), over_dy.mutable_view(), options);
   TestTensor over_y = y;
-  backward(log, over_y.view(), dy.view(), over_y.mutable_view(), options);
+  run_backward(log, over_y.view(), dy.view(), over_y.mutable_view(), options);
   const auto same = [](double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); };
   for (std::int64_t i = 0; i < separate.numel(); ++i) {
     const auto expected = static_cast<double>(separate.at(i));
@@ -147,11 +142,11 @@ TEST_P(Backward, InPlaceOverDyOrYGivesTheSameBits) {
       TestTensor dy(dtype, shape, layout);
       fill_normal(dy, rng(), Distribution{0, 1});
       TestTensor separate(dtype, shape);
-      backward(log, y.view(), dy.view(), separate.mutable_view(), {});
+      run_backward(log, y.view(), dy.view(), separate.mutable_view(), {});
       TestTensor over_dy = dy;
-      backward(log, y.view(), over_dy.view(), over_dy.mutable_view(), {});
+      run_backward(log, y.view(), over_dy.view(), over_dy.mutable_view(), {});
       TestTensor over_y = y;
-      backward(log, over_y.view(), dy.view(), over_y.mutable_view(), {});
+      run_backward(log, over_y.view(), dy.view(), over_y.mutable_view(), {});
       for (std::int64_t i = 0; i < separate.numel(); ++i) {
         ASSERT_EQ(static_cast<double>(separate.at(i)), static_cast<double>(over_dy.at(i))) << to_string(layout);
         ASSERT_EQ(static_cast<double>(separate.at(i)), static_cast<double>(over_y.at(i))) << to_string(layout);
@@ -167,13 +162,13 @@ TEST_P(Backward, LengthOnePrimesRankZeroAndEmpty) {
     TestTensor y = make_tensor(dtype, {4, 1}, {log ? 0.0L : 1.0L, log ? 0.0L : 1.0L, log ? 0.0L : 1.0L, log ? 0.0L : 1.0L});
     TestTensor dy = make_tensor(dtype, {4, 1}, {1.5L, -3, 0, 1e4L});
     TestTensor dx(dtype, {4, 1});
-    backward(log, y.view(), dy.view(), dx.mutable_view(), {});
+    run_backward(log, y.view(), dy.view(), dx.mutable_view(), {});
     for (std::int64_t i = 0; i < 4; ++i) EXPECT_EQ(static_cast<double>(dx.at(i)), 0.0);
     // Rank 0 behaves as a row of one.
     TestTensor y0 = make_tensor(dtype, {}, {log ? 0.0L : 1.0L});
     TestTensor dy0 = make_tensor(dtype, {}, {2.5L});
     TestTensor dx0(dtype, {});
-    backward(log, y0.view(), dy0.view(), dx0.mutable_view(), {});
+    run_backward(log, y0.view(), dy0.view(), dx0.mutable_view(), {});
     EXPECT_EQ(static_cast<double>(dx0.at(0)), 0.0);
     // Prime lengths along a middle axis.
     for (std::int64_t n : {2, 3, 31, 257, 1021}) {
@@ -184,14 +179,14 @@ TEST_P(Backward, LengthOnePrimesRankZeroAndEmpty) {
       TestTensor dxp(dtype, shape, Layout::strided);
       BackwardOptions o;
       o.axis = 1;
-      backward(log, yp.view(), dyp.view(), dxp.mutable_view(), o);
+      run_backward(log, yp.view(), dyp.view(), dxp.mutable_view(), o);
       const Reference ref = backward_reference(log, yp, dyp, 1, 1);
       EXPECT_TRUE(meets_training_bar("prime " + std::to_string(n), dxp, ref.values, ref.cancelled, compute_eps(dtype)));
     }
     // Empty tensors: nothing to write, no error.
     for (const std::vector<std::int64_t>& shape : {std::vector<std::int64_t>{0, 5}, {5, 0}, {0}}) {
       TestTensor ye(dtype, shape), dye(dtype, shape), dxe(dtype, shape);
-      backward(log, ye.view(), dye.view(), dxe.mutable_view(), {});
+      run_backward(log, ye.view(), dye.view(), dxe.mutable_view(), {});
       EXPECT_TRUE(dxe.untouched_outside_view());
     }
   }
@@ -217,7 +212,7 @@ TEST_P(Backward, NonFiniteValuesAndMaskedElements) {
         TestTensor y = make_tensor(dtype, {3, 3}, y_values);
         TestTensor dy = make_tensor(dtype, {3, 3}, dy_values);
         TestTensor dx(dtype, {3, 3});
-        backward(log, y.view(), dy.view(), dx.mutable_view(), {});
+        run_backward(log, y.view(), dy.view(), dx.mutable_view(), {});
         const Reference ref = backward_reference(log, y, dy, 1, 1);
         EXPECT_TRUE(meets_training_bar(to_string(dtype).data(), dx, ref.values, ref.cancelled, compute_eps(dtype)));
         // Row 0: the masked element.
@@ -254,19 +249,19 @@ TEST_P(Backward, VectorisedRowsOnEveryTargetMeetTheBar) {
             o.temperature = static_cast<double>(t);
             o.stores = Stores::cached;
             SCOPED_TRACE(std::string(to_string(dtype)) + " n " + std::to_string(n) + " " + to_string(layout));
-            backward(log, y.view(), dy.view(), dx.mutable_view(), o);
+            run_backward(log, y.view(), dy.view(), dx.mutable_view(), o);
             const Reference ref = backward_reference(log, y, dy, 1, t);
             EXPECT_TRUE(meets_training_bar("vectorised", dx, ref.values, ref.cancelled, compute_eps(dtype)));
             EXPECT_TRUE(dx.untouched_outside_view());
             TestTensor over_dy = dy;
-            backward(log, y.view(), over_dy.view(), over_dy.mutable_view(), o);
+            run_backward(log, y.view(), over_dy.view(), over_dy.mutable_view(), o);
             ASSERT_EQ(over_dy.bytes(), dx.bytes());
             o.stores = Stores::streaming;
             TestTensor streamed(dtype, shape, layout);
-            backward(log, y.view(), dy.view(), streamed.mutable_view(), o);
+            run_backward(log, y.view(), dy.view(), streamed.mutable_view(), o);
             ASSERT_EQ(streamed.bytes(), dx.bytes());
             TestTensor streamed_over_dy = dy;
-            backward(log, y.view(), streamed_over_dy.view(), streamed_over_dy.mutable_view(), o);
+            run_backward(log, y.view(), streamed_over_dy.view(), streamed_over_dy.mutable_view(), o);
             ASSERT_EQ(streamed_over_dy.bytes(), dx.bytes());
           }
         }
@@ -415,7 +410,7 @@ TEST_P(Backward, DifferencesThatOverflowFloatBeforeTheTemperature) {
         TestTensor dx(dtype, {1, n});
         BackwardOptions o;
         o.temperature = 4;
-        backward(log, ty.view(), tdy.view(), dx.mutable_view(), o);
+        run_backward(log, ty.view(), tdy.view(), dx.mutable_view(), o);
         const Reference ref = backward_reference(log, ty, tdy, 1, 4);
         EXPECT_TRUE(meets_training_bar(std::string(to_string(dtype)), dx, ref.values, ref.cancelled,
                                        compute_eps(dtype)));
@@ -435,9 +430,9 @@ TEST_P(Backward, ResultsDoNotDependOnTheThreadCount) {
   TestTensor one(DType::f32, shape), many(DType::f32, shape);
   BackwardOptions o;
   o.threads = 1;
-  backward(log, y.view(), dy.view(), one.mutable_view(), o);
+  run_backward(log, y.view(), dy.view(), one.mutable_view(), o);
   o.threads = 3;
-  backward(log, y.view(), dy.view(), many.mutable_view(), o);
+  run_backward(log, y.view(), dy.view(), many.mutable_view(), o);
   EXPECT_EQ(one.bytes(), many.bytes());
 }
 
@@ -450,7 +445,7 @@ TEST_P(Backward, LongRowStaysExact) {
     TestTensor dy(dtype, {n});
     fill_normal(dy, rng(), Distribution{1, 1});
     TestTensor dx(dtype, {n});
-    backward(log, y.view(), dy.view(), dx.mutable_view(), {});
+    run_backward(log, y.view(), dy.view(), dx.mutable_view(), {});
     const Reference ref = backward_reference(log, y, dy, 0, 1);
     EXPECT_TRUE(meets_training_bar("long row", dx, ref.values, ref.cancelled, compute_eps(dtype)));
   }
@@ -470,11 +465,11 @@ TEST_P(Backward, VocabularyRowsAfterTheirFetchesMeetTheBar) {
     TestTensor dx(dtype, shape), one(dtype, shape);
     BackwardOptions o;
     o.threads = 2;
-    backward(log, y.view(), dy.view(), dx.mutable_view(), o);
+    run_backward(log, y.view(), dy.view(), dx.mutable_view(), o);
     const Reference ref = backward_reference(log, y, dy, 1, 1);
     EXPECT_TRUE(meets_training_bar("vocabulary rows", dx, ref.values, ref.cancelled, compute_eps(dtype)));
     o.threads = 1;
-    backward(log, y.view(), dy.view(), one.mutable_view(), o);
+    run_backward(log, y.view(), dy.view(), one.mutable_view(), o);
     EXPECT_EQ(one.bytes(), dx.bytes());
   }
 }
@@ -510,7 +505,7 @@ TEST_F(BackwardErrors, EveryBadArgumentIsNamed) {
   TestTensor dx_f64(DType::f64, {3, 4}), dx_shape(DType::f32, {4, 3}), dy_shape(DType::f32, {3, 5});
   for (bool log : {false, true}) {
     auto call = [&](const TensorView& a, const TensorView& b, const MutableTensorView& c, BackwardOptions o = {}) {
-      return [=] { backward(log, a, b, c, o); };
+      return [=] { run_backward(log, a, b, c, o); };
     };
     expect_error(call(y.view(), dy.view(), dx_f64.mutable_view()), Errc::dtype, "dx dtype f64", dx_f64);
     expect_error(call(y.view(), dy.view(), dx_shape.mutable_view()), Errc::shape, "dx shape [4, 3]", dx_shape);
