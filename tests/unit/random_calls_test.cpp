@@ -6,11 +6,14 @@
 // paths that only larger ones take (chunked rows, column panels, streamed outputs,
 // rows that fetch the next one) in combinations no one listed, each call on one of
 // the Highway targets the machine supports, drawn too. SMAX_RANDOM_CALLS sets
-// how many calls a run makes (default 40); a failure prints its call and the seed.
+// how many calls a run makes (default 40), SMAX_RANDOM_ELEMENTS how many elements a
+// call has at most (default 2^20; fewer where the long double reference is slow, as
+// under qemu on aarch64); a failure prints its call and the seed.
 // In place (y = x) a third of the time where the op allows it.
 #include <gtest/gtest.h>
 #include <hwy/targets.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -35,6 +38,12 @@ int call_count() {
   return text != nullptr ? std::atoi(text) : 40;
 }
 
+// At most this many elements a call, so that the long double reference stays quick.
+std::int64_t max_elements() {
+  const char* text = std::getenv("SMAX_RANDOM_ELEMENTS");
+  return text != nullptr ? std::max<std::int64_t>(1, std::atoll(text)) : std::int64_t{1} << 20;
+}
+
 template <class T>
 T pick(Rng& rng, const std::vector<T>& choices) {
   return choices[std::uniform_int_distribution<std::size_t>(0, choices.size() - 1)(rng)];
@@ -43,23 +52,24 @@ T pick(Rng& rng, const std::vector<T>& choices) {
 bool chance(Rng& rng, double p) { return std::bernoulli_distribution(p)(rng); }
 
 // The reduced axis's length: one the kernels treat at a boundary (vector multiples
-// and their neighbours, fused's limit, the split length, primes), or any up to 2^18.
+// and their neighbours, fused's limit, the split length, primes), or any up to 2^18;
+// at most max_elements().
 std::int64_t axis_length(Rng& rng) {
   static const std::vector<std::int64_t> kBoundaries = {
       1,     2,     3,     7,     15,    16,    17,    31,    32,    33,     63,     64,     65,     127,
       128,   129,   255,   257,   1000,  1023,  1024,  1025,  4095,  4097,   8191,   16383,  16384, 16385,
       32767, 32769, 65535, 65536, 65537, 99991, 131071, 131073, 262147};
-  if (chance(rng, 0.6)) return pick(rng, kBoundaries);
-  return static_cast<std::int64_t>(std::exp(std::uniform_real_distribution<double>(0, std::log(262144.0))(rng)));
+  const std::int64_t length =
+      chance(rng, 0.6)
+          ? pick(rng, kBoundaries)
+          : static_cast<std::int64_t>(std::exp(std::uniform_real_distribution<double>(0, std::log(262144.0))(rng)));
+  return std::min(length, max_elements());
 }
-
-// At most this many elements a call, so that the long double reference stays quick.
-constexpr std::int64_t kMaxElements = std::int64_t{1} << 20;
 
 std::vector<std::int64_t> random_shape_with_axis(Rng& rng, int rank, int axis, std::int64_t length) {
   std::vector<std::int64_t> shape(static_cast<std::size_t>(rank), 1);
   shape[static_cast<std::size_t>(axis)] = length;
-  std::int64_t room = std::max<std::int64_t>(1, kMaxElements / length);
+  std::int64_t room = std::max<std::int64_t>(1, max_elements() / length);
   for (int d = 0; d < rank; ++d) {
     if (d == axis) continue;
     // Log-uniform up to what is left, so that both a few rows and many fit.
