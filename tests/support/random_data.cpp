@@ -1,6 +1,8 @@
 #include "random_data.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 namespace smax::test {
 
@@ -29,6 +31,11 @@ std::vector<std::int64_t> random_shape(Rng& rng, int rank, std::int64_t max_exte
   std::vector<std::int64_t> shape(static_cast<std::size_t>(rank));
   for (auto& e : shape) e = extent(rng);
   return shape;
+}
+
+std::int64_t random_call_elements(std::int64_t fallback) {
+  const char* text = std::getenv("SMAX_RANDOM_ELEMENTS");
+  return text != nullptr ? std::max<std::int64_t>(1, std::atoll(text)) : fallback;
 }
 
 }  // namespace smax::test

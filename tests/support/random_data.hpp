@@ -29,4 +29,9 @@ TestTensor linspace_ramp(std::int64_t n, bool ascending);
 // A shape of `rank` extents in [1, max_extent].
 std::vector<std::int64_t> random_shape(Rng& rng, int rank, std::int64_t max_extent);
 
+// The most elements a random call's tensor may have: SMAX_RANDOM_ELEMENTS where set
+// (fewer where the long double reference is slow, as under qemu on aarch64), else
+// `fallback`.
+std::int64_t random_call_elements(std::int64_t fallback);
+
 }  // namespace smax::test

@@ -39,10 +39,7 @@ int call_count() {
 }
 
 // At most this many elements a call, so that the long double reference stays quick.
-std::int64_t max_elements() {
-  const char* text = std::getenv("SMAX_RANDOM_ELEMENTS");
-  return text != nullptr ? std::max<std::int64_t>(1, std::atoll(text)) : std::int64_t{1} << 20;
-}
+std::int64_t max_elements() { return random_call_elements(std::int64_t{1} << 20); }
 
 template <class T>
 T pick(Rng& rng, const std::vector<T>& choices) {
