@@ -33,6 +33,11 @@ std::vector<std::int64_t> random_shape(Rng& rng, int rank, std::int64_t max_exte
   return shape;
 }
 
+int random_call_count(int fallback) {
+  const char* text = std::getenv("SMAX_RANDOM_CALLS");
+  return text != nullptr ? std::atoi(text) : fallback;
+}
+
 std::int64_t random_call_elements(std::int64_t fallback) {
   const char* text = std::getenv("SMAX_RANDOM_ELEMENTS");
   return text != nullptr ? std::max<std::int64_t>(1, std::atoll(text)) : fallback;

@@ -29,6 +29,9 @@ TestTensor linspace_ramp(std::int64_t n, bool ascending);
 // A shape of `rank` extents in [1, max_extent].
 std::vector<std::int64_t> random_shape(Rng& rng, int rank, std::int64_t max_extent);
 
+// How many random calls a test makes: SMAX_RANDOM_CALLS where set, else `fallback`.
+int random_call_count(int fallback);
+
 // The most elements a random call's tensor may have: SMAX_RANDOM_ELEMENTS where set
 // (fewer where the long double reference is slow, as under qemu on aarch64), else
 // `fallback`.

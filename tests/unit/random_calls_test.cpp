@@ -15,7 +15,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <limits>
 #include <random>
 #include <string>
@@ -32,11 +31,6 @@
 
 namespace smax::test {
 namespace {
-
-int call_count() {
-  const char* text = std::getenv("SMAX_RANDOM_CALLS");
-  return text != nullptr ? std::atoi(text) : 40;
-}
 
 // At most this many elements a call, so that the long double reference stays quick.
 std::int64_t max_elements() { return random_call_elements(std::int64_t{1} << 20); }
@@ -119,7 +113,7 @@ TEST_F(RandomCalls, MeetTheBarAndGiveTheSameBitsOnOneThread) {
   const std::vector<DType> dtypes(std::begin(kAllDTypes), std::end(kAllDTypes));
   const std::vector<Op> ops(std::begin(kAllOps), std::end(kAllOps));
   const std::vector<Algorithm> algorithms(std::begin(kAccurateAlgorithms), std::end(kAccurateAlgorithms));
-  const int calls = call_count();
+  const int calls = random_call_count(40);
   for (int call = 0; call < calls; ++call) {
     const DType dtype = pick(rng(), dtypes);
     const Op op = pick(rng(), ops);
@@ -168,7 +162,7 @@ TEST_F(RandomCalls, MeetTheBarAndGiveTheSameBitsOnOneThread) {
 
 TEST_F(RandomCalls, BackwardMeetsTheBarAndGivesTheSameBitsOnOneThread) {
   const std::vector<DType> dtypes(std::begin(kAllDTypes), std::end(kAllDTypes));
-  const int calls = call_count();
+  const int calls = random_call_count(40);
   for (int call = 0; call < calls; ++call) {
     const bool log = chance(rng(), 0.5);
     const DType dtype = pick(rng(), dtypes);
