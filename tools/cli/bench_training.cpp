@@ -68,6 +68,7 @@ class TrainingBuffers {
     return {set, set + tensor_stride_, set + 2 * tensor_stride_};
   }
   const std::vector<std::int64_t>& targets() const { return targets_; }
+  std::size_t sets() const { return sets_; }
   bool from_dram(std::size_t cache_bytes) const { return sets_ * 3 * tensor_stride_ > cache_bytes; }
 
   void poison(std::byte* out) const {
@@ -110,6 +111,7 @@ class TrainingBuffers {
     for (std::size_t s = 1; s < sets_; ++s) {
       std::memcpy(first.a + s * 3 * tensor_stride_, first.a, 2 * tensor_stride_);
     }
+    for (std::size_t s = 0; s < sets_; ++s) poison(next().out);
   }
 
   TrainingPoint point_;
@@ -171,28 +173,44 @@ void op_kernel(const TrainingPoint& point, int threads, const TrainingBuffers& b
 
 struct Timing {
   double median_s = 0;
+  int calls = 1;  // per timed run
   bool failed = false;
 };
 
-// One warm-up, then the median of `repeats` runs (at least 3; fewer than asked only
-// when the calls are slow), every output poisoned before and checked after.
+// A timed run makes at least this much time's worth of calls back to back, each on
+// the next set (so from DRAM where the sets exceed the cache), at most one call a
+// set, and counts their mean: one call of a third of a millisecond (8 x 128256) is
+// too short to time alone on a VM, whose medians of such calls moved 2x between runs
+// (docs/PERFORMANCE.md, thirty-seventh session).
+inline constexpr double kMinRunSeconds = 2e-3;
+
+// One warm-up call, then the median of `repeats` runs (at least 3; fewer than asked
+// only when the calls are slow). Every output is checked after its call and then
+// NaN-filled, so that the NaNs leave the cache with the rest of the set, as in the
+// softmax tables (Workspace), and the next call on it writes to cold lines.
 template <class Run>
 Timing time_runs(int repeats, TrainingBuffers& buffers, bool check, Run&& run) {
   using Clock = std::chrono::steady_clock;
   Timing timing;
+  std::vector<TrainingBuffers::Set> sets;
   std::vector<double> seconds;
   for (int i = 0; i <= repeats; ++i) {
-    const TrainingBuffers::Set set = buffers.next();
-    buffers.poison(set.out);
+    sets.clear();
+    for (int call = 0; call < (i == 0 ? 1 : timing.calls); ++call) sets.push_back(buffers.next());
     const auto start = Clock::now();
-    run(set);
+    for (const TrainingBuffers::Set& set : sets) run(set);
     const double s = std::chrono::duration<double>(Clock::now() - start).count();
-    if (check && buffers.first_bad(set.out) >= 0) timing.failed = true;
+    for (const TrainingBuffers::Set& set : sets) {
+      if (check && buffers.first_bad(set.out) >= 0) timing.failed = true;
+      buffers.poison(set.out);
+    }
     if (i == 0) {
       if (s * repeats > 0.5) repeats = std::max(3, static_cast<int>(0.5 / s));
+      const auto wanted = static_cast<std::size_t>(std::ceil(kMinRunSeconds / std::max(s, 1e-9)));
+      timing.calls = static_cast<int>(std::clamp<std::size_t>(wanted, 1, buffers.sets()));
       continue;
     }
-    seconds.push_back(s);
+    seconds.push_back(s / timing.calls);
   }
   std::sort(seconds.begin(), seconds.end());
   timing.median_s = seconds[seconds.size() / 2];
@@ -228,10 +246,11 @@ int run_training(const TrainingSettings& settings, std::ostream& out) {
       << "          logits, write the gradient; mean over class-index targets); GB/s = those bytes / median\n"
       << "          time; copy = a plain kernel moving the same bytes (backward: 2 reads + 1 write;\n"
       << "          cross-entropy: 1 read + 1 write) with cached stores, nt = the same with non-temporal\n"
-      << "          stores; 'of copy' is of the faster; outputs NaN-filled before every run, checked after\n";
+      << "          stores; 'of copy' is of the faster; 'calls' = calls per timed run, each on the next of the\n"
+      << "          buffer sets, their mean counted; outputs checked after every call, then NaN-filled\n";
   char line[160];
-  std::snprintf(line, sizeof line, "%-21s %-11s %-5s %7s %5s %11s %9s %9s %9s %8s\n", "op", "shape", "dtype",
-                "threads", "data", "median ms", "GB/s", "copy GB/s", "nt GB/s", "of copy");
+  std::snprintf(line, sizeof line, "%-21s %-11s %-5s %7s %5s %5s %11s %9s %9s %9s %8s\n", "op", "shape", "dtype",
+                "threads", "data", "calls", "median ms", "GB/s", "copy GB/s", "nt GB/s", "of copy");
   out << line;
   int failures = 0;
   const std::vector<TrainingPoint> points = training_points();
@@ -259,9 +278,10 @@ int run_training(const TrainingSettings& settings, std::ostream& out) {
       const double cached_gbps = bytes / cached.median_s / 1e9;
       const double nt_gbps = kNonTemporalStores ? bytes / non_temporal.median_s / 1e9 : NAN;
       const double copy_gbps = kNonTemporalStores ? std::max(cached_gbps, nt_gbps) : cached_gbps;
-      std::snprintf(line, sizeof line, "%-21s %-11s %-5s %7d %5s %11.3f %9.2f %9.2f %9.2f %7.0f%%%s\n",
+      std::snprintf(line, sizeof line, "%-21s %-11s %-5s %7d %5s %5d %11.3f %9.2f %9.2f %9.2f %7.0f%%%s\n",
                     point.op.c_str(), point.label().c_str(), std::string(to_string(point.dtype)).c_str(), threads,
-                    buffers.from_dram(settings.cache_bytes) ? "dram" : "cache", op.median_s * 1e3, gbps, cached_gbps,
+                    buffers.from_dram(settings.cache_bytes) ? "dram" : "cache", op.calls, op.median_s * 1e3, gbps,
+                    cached_gbps,
                     nt_gbps, 100.0 * gbps / copy_gbps, op.failed ? " !" : "");
       std::cerr << "\r" << std::string(100, ' ') << "\r" << std::flush;
       out << line << std::flush;
