@@ -269,8 +269,10 @@ struct FloatSums {
       for (std::size_t k = 0; k < w / 2; ++k) t[k] = hn::Add(t[2 * k], t[2 * k + 1]);
       if (w % 2 != 0) t[w / 2] = t[w - 1];
     }
-    others = AddWide(others, Promote(t[0]));
+    AddBlockSum(t[0]);
   }
+  // A block's terms summed by Add's tree (TreeOfTerms).
+  HWY_INLINE void AddBlockSum(VF block_sum) { others = AddWide(others, Promote(block_sum)); }
   HWY_INLINE void Store(const ColumnState<float>& s, std::size_t j) const {
     if constexpr (kCountAtMax) {
       StoreWide(AddWide(LoadWide(s.at_max + j), Promote(at_max_in_block)), s.at_max + j);
@@ -278,6 +280,21 @@ struct FloatSums {
     StoreWide(others, s.others + j);
   }
 };
+
+// The sum of term(k) for k in [kBegin, kEnd) by FloatSums::Add's tree, ((t0 + t1) +
+// (t2 + t3)) + ..., the terms made in order, with no array: GCC kept SumPass's block
+// of terms in memory, stored, copied and loaded back once a block.
+template <std::size_t kBegin, std::size_t kEnd, class Term>
+HWY_INLINE VF TreeOfTerms(Term&& term) {
+  static_assert(((kEnd - kBegin) & (kEnd - kBegin - 1)) == 0, "Add's tree halves whole blocks only");
+  if constexpr (kEnd - kBegin == 1) {
+    return term(kBegin);
+  } else {
+    constexpr std::size_t kMid = kBegin + (kEnd - kBegin) / 2;
+    const VF low = TreeOfTerms<kBegin, kMid>(term);
+    return hn::Add(low, TreeOfTerms<kMid, kEnd>(term));
+  }
+}
 
 // Double lanes: a compensated sum (the f64 bar leaves no room for n roundings of a
 // long column); with both operands >= 0, max - sum + min is the sum's exact error.
@@ -474,15 +491,20 @@ void SumPass(D d, Strided<const T> x, Strided<L> terms, std::size_t width, std::
       // pace of this pass's arithmetic.
       const bool fetch = j < next_width;
       auto rows = [&](auto&& exp_of) SMAX_INLINE_LAMBDA {
-        hn::Vec<D> terms_of_block[kRows];
-        for (std::size_t k = 0; k < kRows; ++k) {
+        const auto term = [&](std::size_t k) SMAX_INLINE_LAMBDA {
           if (fetch) __builtin_prefetch(next.row(i + k) + j, 0, 2);
           const auto v = Load<T, kTail>(d, x.row(i + k) + j, count, hn::Zero(d));
           const auto e = exp_of(v);
           if constexpr (kStore) Store<L, kTail>(d, e, terms.row(i + k) + j, count);
-          terms_of_block[k] = sums.Term(e, v, m);
+          return sums.Term(e, v, m);
+        };
+        if constexpr (std::is_same_v<L, float>) {
+          sums.AddBlockSum(TreeOfTerms<0, kRows>(term));
+        } else {
+          hn::Vec<D> terms_of_block[kRows];
+          for (std::size_t k = 0; k < kRows; ++k) terms_of_block[k] = term(k);
+          sums.Add(terms_of_block);
         }
-        sums.Add(terms_of_block);
       };
       WithColumnExp<kUnitT, kStore ? kStoredRange<T> : kSumRange<T, kCountAtMax>, T>(d, t, neg_m, rows);
       sums.Store(s, j);
@@ -568,12 +590,10 @@ void OnlineStatsPass(Strided<const T> x, std::size_t width, std::size_t length, 
       auto add_terms = [&](VF m) SMAX_INLINE_LAMBDA {
         FloatSums<kCountAtMax> sums(s, j);
         WithColumnExp<kUnitT, kSumRange<T, kCountAtMax>, T>(d, t, NegFiniteMax(m), [&](auto&& exp_of) SMAX_INLINE_LAMBDA {
-          VF terms_of_block[kRows];
-          for (std::size_t k = 0; k < kRows; ++k) {
+          sums.AddBlockSum(TreeOfTerms<0, kRows>([&](std::size_t k) SMAX_INLINE_LAMBDA {
             const VF v = load(k);
-            terms_of_block[k] = sums.Term(exp_of(v), v, m);
-          }
-          sums.Add(terms_of_block);
+            return sums.Term(exp_of(v), v, m);
+          }));
         });
         sums.Store(s, j);
       };
