@@ -260,18 +260,7 @@ struct FloatSums {
     }
   }
 
-  // A block's kCount terms (Term).
-  template <std::size_t kCount>
-  HWY_INLINE void Add(const VF (&terms)[kCount]) {
-    VF t[kCount];
-    for (std::size_t k = 0; k < kCount; ++k) t[k] = terms[k];
-    for (std::size_t w = kCount; w > 1; w = (w + 1) / 2) {
-      for (std::size_t k = 0; k < w / 2; ++k) t[k] = hn::Add(t[2 * k], t[2 * k + 1]);
-      if (w % 2 != 0) t[w / 2] = t[w - 1];
-    }
-    AddBlockSum(t[0]);
-  }
-  // A block's terms summed by Add's tree (TreeOfTerms).
+  // A block's terms (Term) summed by TreeOfTerms.
   HWY_INLINE void AddBlockSum(VF block_sum) { others = AddWide(others, Promote(block_sum)); }
   HWY_INLINE void Store(const ColumnState<float>& s, std::size_t j) const {
     if constexpr (kCountAtMax) {
@@ -281,12 +270,13 @@ struct FloatSums {
   }
 };
 
-// The sum of term(k) for k in [kBegin, kEnd) by FloatSums::Add's tree, ((t0 + t1) +
-// (t2 + t3)) + ..., the terms made in order, with no array: GCC kept SumPass's block
-// of terms in memory, stored, copied and loaded back once a block.
+// The sum of term(k) for k in [kBegin, kEnd) by the balanced tree ((t0 + t1) + (t2 +
+// t3)) + ..., the terms made in order, with no array: GCC kept an array of a block's
+// terms in memory, stored and loaded back once a block (column panels 1.02-1.11x in
+// cache without it; docs/PERFORMANCE.md, thirty-eighth session).
 template <std::size_t kBegin, std::size_t kEnd, class Term>
 HWY_INLINE VF TreeOfTerms(Term&& term) {
-  static_assert(((kEnd - kBegin) & (kEnd - kBegin - 1)) == 0, "Add's tree halves whole blocks only");
+  static_assert(((kEnd - kBegin) & (kEnd - kBegin - 1)) == 0, "blocks of a power of two rows");
   if constexpr (kEnd - kBegin == 1) {
     return term(kBegin);
   } else {
