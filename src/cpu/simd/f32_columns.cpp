@@ -232,6 +232,22 @@ HWY_INLINE V NegFiniteMax(V m) {
   return hn::IfThenElseZero(hn::IsFinite(m), hn::Neg(m));
 }
 
+// The sum of term(k) for k in [kBegin, kEnd) by the balanced tree ((t0 + t1) + (t2 +
+// t3)) + ..., the terms made in order, with no array: GCC kept an array of a block's
+// terms in memory, stored and loaded back once a block (column panels 1.02-1.11x in
+// cache without it; docs/PERFORMANCE.md, thirty-eighth session).
+template <std::size_t kBegin, std::size_t kEnd, class Term>
+HWY_INLINE VF TreeOfTerms(Term&& term) {
+  static_assert(((kEnd - kBegin) & (kEnd - kBegin - 1)) == 0, "blocks of a power of two rows");
+  if constexpr (kEnd - kBegin == 1) {
+    return term(kBegin);
+  } else {
+    constexpr std::size_t kMid = kBegin + (kEnd - kBegin) / 2;
+    const VF low = TreeOfTerms<kBegin, kMid>(term);
+    return hn::Add(low, TreeOfTerms<kMid, kEnd>(term));
+  }
+}
+
 // The sums of one column vector in pass 2: with kCountAtMax (the log ops) the
 // elements equal to the max counted, the others' exp terms summed; else (softmax) all
 // terms summed in `others`. Float lanes: a block's terms are added in float by a tree
@@ -260,8 +276,11 @@ struct FloatSums {
     }
   }
 
-  // A block's terms (Term) summed by TreeOfTerms.
-  HWY_INLINE void AddBlockSum(VF block_sum) { others = AddWide(others, Promote(block_sum)); }
+  // Adds term(k), a block's terms (Term) for k in [0, kRows), by TreeOfTerms.
+  template <std::size_t kRows, class TermOf>
+  HWY_INLINE void AddBlock(TermOf&& term) {
+    others = AddWide(others, Promote(TreeOfTerms<0, kRows>(term)));
+  }
   HWY_INLINE void Store(const ColumnState<float>& s, std::size_t j) const {
     if constexpr (kCountAtMax) {
       StoreWide(AddWide(LoadWide(s.at_max + j), Promote(at_max_in_block)), s.at_max + j);
@@ -269,22 +288,6 @@ struct FloatSums {
     StoreWide(others, s.others + j);
   }
 };
-
-// The sum of term(k) for k in [kBegin, kEnd) by the balanced tree ((t0 + t1) + (t2 +
-// t3)) + ..., the terms made in order, with no array: GCC kept an array of a block's
-// terms in memory, stored and loaded back once a block (column panels 1.02-1.11x in
-// cache without it; docs/PERFORMANCE.md, thirty-eighth session).
-template <std::size_t kBegin, std::size_t kEnd, class Term>
-HWY_INLINE VF TreeOfTerms(Term&& term) {
-  static_assert(((kEnd - kBegin) & (kEnd - kBegin - 1)) == 0, "blocks of a power of two rows");
-  if constexpr (kEnd - kBegin == 1) {
-    return term(kBegin);
-  } else {
-    constexpr std::size_t kMid = kBegin + (kEnd - kBegin) / 2;
-    const VF low = TreeOfTerms<kBegin, kMid>(term);
-    return hn::Add(low, TreeOfTerms<kMid, kEnd>(term));
-  }
-}
 
 // Double lanes: a compensated sum (the f64 bar leaves no room for n roundings of a
 // long column); with both operands >= 0, max - sum + min is the sum's exact error.
@@ -300,9 +303,10 @@ struct DoubleSums {
     at_max = hn::Add(at_max, hn::IfThenElseZero(is_max, hn::Set(D64(), 1.0)));
     return hn::IfThenZeroElse(is_max, e);
   }
-  template <std::size_t kCount>
-  HWY_INLINE void Add(const V64 (&terms)[kCount]) {
-    for (V64 term : terms) Add(term);
+  // As FloatSums's, one term at a time.
+  template <std::size_t kRows, class TermOf>
+  HWY_INLINE void AddBlock(TermOf&& term) {
+    for (std::size_t k = 0; k < kRows; ++k) Add(term(k));
   }
   HWY_INLINE void Add(V64 term) {
     const V64 sum = hn::Add(others, term);
@@ -488,13 +492,7 @@ void SumPass(D d, Strided<const T> x, Strided<L> terms, std::size_t width, std::
           if constexpr (kStore) Store<L, kTail>(d, e, terms.row(i + k) + j, count);
           return sums.Term(e, v, m);
         };
-        if constexpr (std::is_same_v<L, float>) {
-          sums.AddBlockSum(TreeOfTerms<0, kRows>(term));
-        } else {
-          hn::Vec<D> terms_of_block[kRows];
-          for (std::size_t k = 0; k < kRows; ++k) terms_of_block[k] = term(k);
-          sums.Add(terms_of_block);
-        }
+        sums.template AddBlock<kRows>(term);
       };
       WithColumnExp<kUnitT, kStore ? kStoredRange<T> : kSumRange<T, kCountAtMax>, T>(d, t, neg_m, rows);
       sums.Store(s, j);
@@ -580,10 +578,10 @@ void OnlineStatsPass(Strided<const T> x, std::size_t width, std::size_t length, 
       auto add_terms = [&](VF m) SMAX_INLINE_LAMBDA {
         FloatSums<kCountAtMax> sums(s, j);
         WithColumnExp<kUnitT, kSumRange<T, kCountAtMax>, T>(d, t, NegFiniteMax(m), [&](auto&& exp_of) SMAX_INLINE_LAMBDA {
-          sums.AddBlockSum(TreeOfTerms<0, kRows>([&](std::size_t k) SMAX_INLINE_LAMBDA {
+          sums.template AddBlock<kRows>([&](std::size_t k) SMAX_INLINE_LAMBDA {
             const VF v = load(k);
             return sums.Term(exp_of(v), v, m);
-          }));
+          });
         });
         sums.Store(s, j);
       };
