@@ -5,6 +5,7 @@
 #include "cpu/simd/f32_columns.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -32,8 +33,8 @@ struct ColumnState {
                          //   or TableLanes::PerLane's shift_a, and delta
   // Where a three-pass softmax panel keeps its exp terms apart from y (16-bit outputs,
   // which cannot hold them; f32 outputs that stream, since a streaming store to a line
-  // in the cache would first write that line back): a panel of `length` rows of
-  // terms_stride floats; null elsewhere.
+  // in the cache would first write that line back; f32 outputs whose rows crowd L1
+  // sets with x's): a panel of `length` rows of terms_stride floats; null elsewhere.
   L* terms = nullptr;
   std::ptrdiff_t terms_stride = 0;
 };
@@ -870,8 +871,9 @@ void ExpOutputPass(D d, Strided<const T> x, Strided<T> y, std::size_t width, std
 }
 
 // The passes over one panel (see f32_columns.hpp). Softmax keeps its exp terms
-// between passes 2 and 4: in y where y holds the lanes' type exactly (f32, f64) and
-// is not streamed, else in the thread's scratch panel (ColumnState::terms).
+// between passes 2 and 4: in y where y holds the lanes' type exactly (f32, f64), is not
+// streamed and does not crowd x's L1 sets, else in the thread's scratch panel
+// (ColumnState::terms; state_for decides).
 template <bool kUnitT, class D, class T, class L = hn::TFromD<D>>
 void PanelT(D d, const ColumnPanel<T>& p, const ColumnParams& params, const InverseTemperature& it,
             const ColumnState<L>& s) {
@@ -975,17 +977,60 @@ columns_detail::ColumnState<L> state_for(std::size_t width) {
           lanes.get() + 3 * capacity, lanes.get() + 4 * capacity};
 }
 
+// L1 as the column passes meet it: 64 sets of 64-byte lines (the 32 KiB 8-way L1D of
+// Zen 4 and Skylake, the 48 KiB 12-way one of Ice Lake and later).
+constexpr std::size_t kL1Sets = 64;
+constexpr std::size_t kL1LineBytes = 64;
+
+// How many of a block's lines (kColumnBlockRows rows of a panel, at one column) fall
+// in each L1 set, each line counted in its set and the next (the next column vector's,
+// which the prefetcher brings).
+using SetLines = std::array<std::uint8_t, kL1Sets>;
+SetLines block_lines(const void* p, std::ptrdiff_t stride_bytes) {
+  SetLines lines{};
+  for (std::size_t k = 0; k < kColumnBlockRows; ++k) {
+    const std::uintptr_t address = reinterpret_cast<std::uintptr_t>(p) + k * static_cast<std::uintptr_t>(stride_bytes);
+    const std::size_t set = address / kL1LineBytes % kL1Sets;
+    ++lines[set];
+    ++lines[(set + 1) % kL1Sets];
+  }
+  return lines;
+}
+// The most lines that a block of a panel read and one of a panel written put together
+// into one L1 set holding lines of both: where they crowd a set, the lines stored
+// evict those loaded and fetched. Rows a multiple of 4 KiB apart put a whole block in
+// one set: f32 softmax panels of 81 x 1024 along axis 0 whose terms wait in y ran 1.75x
+// as slow with y at x's offset in a page as with y 2 KiB further, and 81 x 512 and 81 x
+// 1536 (8 lines to a set) 1.1-1.3x as slow (one thread; docs/PERFORMANCE.md,
+// thirty-ninth session).
+std::size_t lines_sharing_a_set(const SetLines& read, const SetLines& written) {
+  std::size_t most = 0;
+  for (std::size_t set = 0; set < kL1Sets; ++set) {
+    if (read[set] > 0 && written[set] > 0) most = std::max<std::size_t>(most, read[set] + written[set]);
+  }
+  return most;
+}
+// At most as many as a block of 256-column rows of x and y (both 1 KiB apart) put
+// together: 4, in 4 sets (they ran as fast as rows 2 KiB off).
+constexpr std::size_t kMostSharedLines = 4;
+
 // state_for, with the scratch panel of ColumnState::terms where a three-pass softmax
-// panel keeps its exp terms apart from y: 16-bit outputs (which cannot hold them) and
-// f32 outputs that stream. Rows of whole cache lines, this thread's, grown to the
-// largest panel met and kept. Without it (it cannot grow) f32 terms wait in y, stored
-// through the cache, and 16-bit outputs compute each exp again. (The planner's
-// leaves_room_to_fetch counts on this rule.)
+// panel keeps its exp terms apart from y: 16-bit outputs (which cannot hold them), f32
+// outputs that stream, and f32 outputs whose rows crowd L1 sets with x's
+// (lines_sharing_a_set). Rows of whole cache lines, this thread's, grown to the
+// largest panel met and kept. Without it (it cannot grow) f32 terms wait in y, stored through the cache, and
+// 16-bit outputs compute each exp again. (The planner's leaves_room_to_fetch counts on
+// this rule.)
 template <class T>
 columns_detail::ColumnState<float> state_for(const ColumnPanel<T>& panel, const ColumnParams& params) {
   columns_detail::ColumnState<float> s = state_for<float>(panel.width);
-  const bool terms_in_y = std::is_same_v<T, float> && params.stores != Stores::streaming;
-  if (params.online || params.op != Op::softmax || terms_in_y) return s;
+  if (params.online || params.op != Op::softmax) return s;
+  const bool terms_in_y =
+      std::is_same_v<T, float> && params.stores != Stores::streaming &&
+      lines_sharing_a_set(block_lines(panel.x, panel.x_stride * static_cast<std::ptrdiff_t>(sizeof(T))),
+                          block_lines(panel.y, panel.y_stride * static_cast<std::ptrdiff_t>(sizeof(T)))) <=
+          kMostSharedLines;
+  if (terms_in_y) return s;
   thread_local hwy::AlignedFreeUniquePtr<float[]> terms;
   thread_local std::size_t capacity = 0;
   const std::size_t stride = (panel.width + 15) / 16 * 16;
