@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "accuracy.hpp"
+#include "cpu/simd/misaligned_loads.hpp"
 #include "nd_reference.hpp"
 #include "op_runner.hpp"
 #include "random_data.hpp"
@@ -267,24 +268,31 @@ TEST_P(SimdRows, OutputAddressChangesNoBit) {
 // Nor does the input's: where it is not aligned to the vector, the exp pass may read
 // it by aligned loads and join their lanes (walk-inl.h's ShiftedLoads), which must put
 // every element in the lane an unaligned load would. Softmax and log_softmax, every
-// input offset within a vector.
+// input offset within a vector, with the joins and without (whichever this machine's
+// vendor takes, misaligned_loads.hpp).
 TEST_P(SimdRows, InputAddressChangesNoBit) {
   const DType dtype = GetParam();
-  for_each_length_buffer_and_target(dtype, rng(), [&](const TestTensor& x, std::size_t bytes, unsigned char* base) {
-    for (Op op : {Op::softmax, Op::log_softmax}) {
-      TestTensor first(dtype, x.shape());
-      for (std::size_t offset = 0; offset < 64; offset += size_of(dtype)) {
-        std::memcpy(base + offset, x.data(), bytes);
-        TestTensor y(dtype, x.shape());
-        run_op(op, TensorView(base + offset, dtype, x.shape()), y.mutable_view(), Options{});
-        if (offset == 0) {
-          first = y;
-        } else {
-          ASSERT_TRUE(bitwise_equal(y, first)) << "input offset " << offset << " bytes";
+  const bool vendors_choice = cpu::simd::joins_misaligned_loads();
+  for (const bool joins : {true, false}) {
+    SCOPED_TRACE(joins ? "joined loads" : "unaligned loads");
+    cpu::simd::set_joins_misaligned_loads(joins);
+    for_each_length_buffer_and_target(dtype, rng(), [&](const TestTensor& x, std::size_t bytes, unsigned char* base) {
+      for (Op op : {Op::softmax, Op::log_softmax}) {
+        TestTensor first(dtype, x.shape());
+        for (std::size_t offset = 0; offset < 64; offset += size_of(dtype)) {
+          std::memcpy(base + offset, x.data(), bytes);
+          TestTensor y(dtype, x.shape());
+          run_op(op, TensorView(base + offset, dtype, x.shape()), y.mutable_view(), Options{});
+          if (offset == 0) {
+            first = y;
+          } else {
+            ASSERT_TRUE(bitwise_equal(y, first)) << "input offset " << offset << " bytes";
+          }
         }
       }
-    }
-  });
+    });
+  }
+  cpu::simd::set_joins_misaligned_loads(vendors_choice);
 }
 
 TEST_P(SimdRows, InPlaceWorks) {

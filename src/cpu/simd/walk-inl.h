@@ -30,6 +30,8 @@
 
 #include <hwy/highway.h>
 
+#include "cpu/simd/misaligned_loads.hpp"
+
 HWY_BEFORE_NAMESPACE();
 namespace smax::cpu::simd::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
@@ -106,13 +108,15 @@ HWY_INLINE std::size_t AlignmentHead(D d, const T* y, std::size_t n) {
 // half loaded unaligned: the lanes hold what an unaligned load at x + i gives either
 // way (sums keep their order, and their bits, at any address). Loads that cross a
 // cache line cost load-port cycles, joins a cycle of the shuffle port that the exp's
-// table lookups share; half and half ran f32 rows 16 or 32 bytes off their alignment
-// 3-5% faster in cache than either alone (Intel Xeon VM, A/B tool, 64 x 1008 to 16 x
-// 16384, one thread; from DRAM no difference). Active where x is aligned to its
-// element but not to the vector, for float rows on AVX-512 targets only: elsewhere
-// the join takes three operations (and Highway 1.0 has no portable one), and 16-bit
-// rows' loads are half as wide, so fewer of them cross a line. Inactive, covers4 is
-// false.
+// table lookups share. On Intel cores half and half ran f32 rows 16 or 32 bytes off
+// their alignment 3-5% faster in cache than either alone (Xeon VM, A/B tool, 64 x 1008
+// to 16 x 16384, one thread; from DRAM no difference); on Zen 4 plain unaligned loads
+// ran 1.04-1.08x as fast as the joins 32 bytes off and 1.01-1.06x 16 bytes off
+// (thirty-eighth and thirty-ninth sessions), so AMD cores take those
+// (misaligned_loads.hpp). Active where x is aligned to its element but not to the
+// vector, for float rows on AVX-512 targets only: elsewhere the join takes three
+// operations (and Highway 1.0 has no portable one), and 16-bit rows' loads are half as
+// wide, so fewer of them cross a line. Inactive, covers4 is false.
 template <class T>
 class ShiftedLoads {
   using D = hn::ScalableTag<float>;
@@ -125,7 +129,7 @@ class ShiftedLoads {
     if constexpr (kJoins) {
       const std::size_t bytes = hn::Lanes(d) * sizeof(float);
       const std::size_t misalignment = reinterpret_cast<std::uintptr_t>(x) % bytes;
-      if (misalignment == 0 || misalignment % sizeof(float) != 0) return;
+      if (misalignment == 0 || misalignment % sizeof(float) != 0 || !joins_misaligned_loads()) return;
       shift_ = misalignment / sizeof(float);
       base_ = x - shift_;
       const hn::RebindToSigned<D> di;
