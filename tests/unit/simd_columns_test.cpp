@@ -381,59 +381,65 @@ TEST_F(SimdColumns, PanelsOfEveryWidthLeaveTheirSurroundingsAlone) {
   }
 }
 
-// f32 softmax panels keep their exp terms in y, but in the scratch panel where y's rows
-// crowd the L1 sets of x's (rows 4 KiB apart, y at x's offset in a page; state_for in
-// f32_columns.cpp): the same bits either way, within the bar, nothing written outside
-// the panel, on every target.
-TEST_F(SimdColumns, F32PanelsWriteTheSameBitsWhereRowsShareL1Sets) {
-  constexpr std::size_t kPage = 4096 / sizeof(float);
-  constexpr std::size_t w = 203, n = 81, stride = kPage;  // rows 4 KiB apart
-  const float poison = std::numeric_limits<float>::quiet_NaN();
-  // x, then two outputs: one at x's offset in a page, one half a page further.
-  std::vector<float> buffer((3 * n + 3) * stride);
-  float* const page = buffer.data() + (kPage - reinterpret_cast<std::uintptr_t>(buffer.data()) / sizeof(float) % kPage);
-  float* const x = page;
-  float* const y_crowding = page + n * stride;
-  float* const y_apart = page + 2 * n * stride + kPage / 2;
-  std::normal_distribution<double> normal(3.0, 6.0);
-  for (std::size_t i = 0; i < n * stride; ++i) x[i] = static_cast<float>(normal(rng()));
-  for (double temperature : {1.0, 0.3}) {
-    SCOPED_TRACE("T " + std::to_string(temperature));
-    std::vector<long double> expected(n * w), column(n), out(n);
-    for (std::size_t j = 0; j < w; ++j) {
-      for (std::size_t i = 0; i < n; ++i) column[i] = x[i * stride + j];
-      reference::row(Op::softmax, column, out, temperature);
-      for (std::size_t i = 0; i < n; ++i) expected[i * w + j] = out[i];
-    }
-    for (std::int64_t target : simd_targets()) {
-      SCOPED_TRACE(hwy::TargetName(target));
-      for (float* y : {y_crowding, y_apart}) {
-        std::fill_n(y, n * stride, poison);
-        cpu::simd::ColumnPanel<float> panel{x, static_cast<std::ptrdiff_t>(stride), y,
-                                            static_cast<std::ptrdiff_t>(stride), w, n};
-        cpu::simd::ColumnParams params;
-        params.inv_t = 1.0 / temperature;
-        with_target(target, [&] { cpu::simd::columns(panel, params); });
+// f32 and f64 softmax panels keep their exp terms in y, but in the scratch panel where
+// y's rows crowd the L1 sets of x's (rows 4 KiB apart, y at x's offset in a page;
+// state_for in f32_columns.cpp): the same bits either way, within the bar, nothing
+// written outside the panel, on every target.
+TEST_F(SimdColumns, PanelsWriteTheSameBitsWhereRowsShareL1Sets) {
+  const auto run = [&](auto type_tag) {
+    using T = decltype(type_tag);
+    constexpr DType dtype = std::is_same_v<T, double> ? DType::f64 : DType::f32;
+    constexpr std::size_t kPage = 4096 / sizeof(T);
+    constexpr std::size_t w = 203, n = 81, stride = kPage;  // rows 4 KiB apart
+    const T poison = std::numeric_limits<T>::quiet_NaN();
+    // x, then two outputs: one at x's offset in a page, one half a page further.
+    std::vector<T> buffer((3 * n + 3) * stride);
+    T* const page = buffer.data() + (kPage - reinterpret_cast<std::uintptr_t>(buffer.data()) / sizeof(T) % kPage);
+    T* const x = page;
+    T* const y_crowding = page + n * stride;
+    T* const y_apart = page + 2 * n * stride + kPage / 2;
+    std::normal_distribution<double> normal(3.0, 6.0);
+    for (std::size_t i = 0; i < n * stride; ++i) x[i] = static_cast<T>(normal(rng()));
+    for (double temperature : {1.0, 0.3}) {
+      SCOPED_TRACE(std::string(to_string(dtype)) + " T " + std::to_string(temperature));
+      std::vector<long double> expected(n * w), column(n), out(n);
+      for (std::size_t j = 0; j < w; ++j) {
+        for (std::size_t i = 0; i < n; ++i) column[i] = x[i * stride + j];
+        reference::row(Op::softmax, column, out, temperature);
+        for (std::size_t i = 0; i < n; ++i) expected[i * w + j] = out[i];
       }
-      ASSERT_EQ(std::memcmp(y_crowding, y_apart, n * stride * sizeof(float)), 0);
-      int failures = 0;
-      for (std::size_t k = 0; k < n * stride && failures < 5; ++k) {
-        const std::size_t i = k / stride, j = k % stride;
-        if (j >= w) {
-          if (!std::isnan(y_crowding[k])) {
-            ADD_FAILURE() << "wrote outside the panel at " << k;
+      for (std::int64_t target : simd_targets()) {
+        SCOPED_TRACE(hwy::TargetName(target));
+        for (T* y : {y_crowding, y_apart}) {
+          std::fill_n(y, n * stride, poison);
+          cpu::simd::ColumnPanel<T> panel{x, static_cast<std::ptrdiff_t>(stride), y, static_cast<std::ptrdiff_t>(stride),
+                                          w, n};
+          cpu::simd::ColumnParams params;
+          params.inv_t = 1.0 / temperature;
+          with_target(target, [&] { cpu::simd::columns(panel, params); });
+        }
+        ASSERT_EQ(std::memcmp(y_crowding, y_apart, n * stride * sizeof(T)), 0);
+        int failures = 0;
+        for (std::size_t k = 0; k < n * stride && failures < 5; ++k) {
+          const std::size_t i = k / stride, j = k % stride;
+          if (j >= w) {
+            if (!std::isnan(y_crowding[k])) {
+              ADD_FAILURE() << "wrote outside the panel at " << k;
+              ++failures;
+            }
+            continue;
+          }
+          std::string why;
+          if (!meets_bar(Op::softmax, dtype, static_cast<long double>(y_crowding[k]), expected[i * w + j], &why)) {
+            ADD_FAILURE() << "row " << i << " column " << j << ": " << why;
             ++failures;
           }
-          continue;
-        }
-        std::string why;
-        if (!meets_bar(Op::softmax, DType::f32, y_crowding[k], expected[i * w + j], &why)) {
-          ADD_FAILURE() << "row " << i << " column " << j << ": " << why;
-          ++failures;
         }
       }
     }
-  }
+  };
+  run(float{});
+  run(double{});
 }
 
 // 16-bit softmax panels keep their float exp terms in a scratch panel (one exp per

@@ -33,8 +33,8 @@ struct ColumnState {
                          //   or TableLanes::PerLane's shift_a, and delta
   // Where a three-pass softmax panel keeps its exp terms apart from y (16-bit outputs,
   // which cannot hold them; f32 outputs that stream, since a streaming store to a line
-  // in the cache would first write that line back; f32 outputs whose rows crowd L1
-  // sets with x's): a panel of `length` rows of terms_stride floats; null elsewhere.
+  // in the cache would first write that line back; f32 and f64 outputs whose rows
+  // crowd L1 sets with x's): a panel of `length` rows of terms_stride L; null elsewhere.
   L* terms = nullptr;
   std::ptrdiff_t terms_stride = 0;
 };
@@ -1016,27 +1016,29 @@ constexpr std::size_t kMostSharedLines = 4;
 
 // state_for, with the scratch panel of ColumnState::terms where a three-pass softmax
 // panel keeps its exp terms apart from y: 16-bit outputs (which cannot hold them), f32
-// outputs that stream, and f32 outputs whose rows crowd L1 sets with x's
+// outputs that stream, and f32 and f64 outputs whose rows crowd L1 sets with x's
 // (lines_sharing_a_set). Rows of whole cache lines, this thread's, grown to the
-// largest panel met and kept. Without it (it cannot grow) f32 terms wait in y, stored through the cache, and
-// 16-bit outputs compute each exp again. (The planner's leaves_room_to_fetch counts on
-// this rule.)
-template <class T>
-columns_detail::ColumnState<float> state_for(const ColumnPanel<T>& panel, const ColumnParams& params) {
-  columns_detail::ColumnState<float> s = state_for<float>(panel.width);
+// largest panel met and kept. Without it (it cannot grow) f32 and f64 terms wait in y,
+// stored through the cache, and 16-bit outputs compute each exp again. (The planner's
+// leaves_room_to_fetch counts on this rule.)
+template <class T, class L = std::conditional_t<std::is_same_v<T, double>, double, float>>
+columns_detail::ColumnState<L> state_for(const ColumnPanel<T>& panel, const ColumnParams& params) {
+  columns_detail::ColumnState<L> s = state_for<L>(panel.width);
   if (params.online || params.op != Op::softmax) return s;
+  const bool streams = !std::is_same_v<T, double> && params.stores == Stores::streaming;
   const bool terms_in_y =
-      std::is_same_v<T, float> && params.stores != Stores::streaming &&
+      std::is_same_v<T, L> && !streams &&
       lines_sharing_a_set(block_lines(panel.x, panel.x_stride * static_cast<std::ptrdiff_t>(sizeof(T))),
                           block_lines(panel.y, panel.y_stride * static_cast<std::ptrdiff_t>(sizeof(T)))) <=
           kMostSharedLines;
   if (terms_in_y) return s;
-  thread_local hwy::AlignedFreeUniquePtr<float[]> terms;
+  thread_local hwy::AlignedFreeUniquePtr<L[]> terms;
   thread_local std::size_t capacity = 0;
-  const std::size_t stride = (panel.width + 15) / 16 * 16;
+  constexpr std::size_t kLine = kL1LineBytes / sizeof(L);
+  const std::size_t stride = (panel.width + kLine - 1) / kLine * kLine;
   const std::size_t size = stride * panel.length;
   if (size > capacity) {
-    terms = hwy::AllocateAligned<float>(size);
+    terms = hwy::AllocateAligned<L>(size);
     capacity = terms != nullptr ? size : 0;
   }
   if (terms != nullptr) {
@@ -1063,7 +1065,7 @@ void columns(const ColumnPanel<bfloat16>& panel, const ColumnParams& params) {
   HWY_DYNAMIC_DISPATCH(ColumnsBF16)(panel, params, state_for(panel, params));
 }
 void columns(const ColumnPanel<double>& panel, const ColumnParams& params) {
-  HWY_DYNAMIC_DISPATCH(ColumnsF64)(panel, params, state_for<double>(panel.width));
+  HWY_DYNAMIC_DISPATCH(ColumnsF64)(panel, params, state_for(panel, params));
 }
 
 }  // namespace smax::cpu::simd

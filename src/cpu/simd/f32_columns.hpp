@@ -13,8 +13,8 @@
 //     for f64), so d - 1 is exact where the max dominates its column (as
 //     ExactSum::minus_one keeps it for rows). Softmax stores each exp term: f32 and
 //     f64 in y; 16-bit outputs (which cannot hold them), f32 outputs that stream and
-//     f32 outputs whose rows crowd L1 sets with x's (rows a multiple of 4 KiB apart)
-//     in a float scratch panel of the thread's (bf16's times 2^64, for its output
+//     f32 and f64 outputs whose rows crowd L1 sets with x's (rows a multiple of 4 KiB
+//     apart) in a scratch panel of the thread's (bf16's times 2^64, for its output
 //     pass's subnormal results). With ColumnPanel::next_x, this pass also fetches the
 //     next panel's input into L2.
 //  3. Per column, vectorised: finish_row's non-finite cases (a NaN or +inf: NaN; all
