@@ -1010,8 +1010,8 @@ std::size_t lines_sharing_a_set(const SetLines& read, const SetLines& written) {
   }
   return most;
 }
-// At most as many as a block of 256-column rows of x and y (both 1 KiB apart) put
-// together: 4, in 4 sets (they ran as fast as rows 2 KiB off).
+// The most that ran at full speed: f32 rows of 256 columns (1 KiB apart, y at x's
+// offset in a page) put 4 lines in each of 8 sets.
 constexpr std::size_t kMostSharedLines = 4;
 
 // state_for, with the scratch panel of ColumnState::terms where a three-pass softmax

@@ -111,7 +111,7 @@ HWY_INLINE std::size_t AlignmentHead(D d, const T* y, std::size_t n) {
 // table lookups share. On Intel cores half and half ran f32 rows 16 or 32 bytes off
 // their alignment 3-5% faster in cache than either alone (Xeon VM, A/B tool, 64 x 1008
 // to 16 x 16384, one thread; from DRAM no difference); on Zen 4 plain unaligned loads
-// ran 1.04-1.08x as fast as the joins 32 bytes off and 1.01-1.06x 16 bytes off
+// ran 1.03-1.08x as fast as the joins 32 bytes off and 1.01-1.11x 16 bytes off
 // (thirty-eighth and thirty-ninth sessions), so AMD cores take those
 // (misaligned_loads.hpp). Active where x is aligned to its element but not to the
 // vector, for float rows on AVX-512 targets only: elsewhere the join takes three
