@@ -19,6 +19,7 @@ std::string_view version() noexcept;  // "MAJOR.MINOR.PATCH"
 struct MachineInfo {
   std::string cpu_model;
   std::string architecture;           // "x86_64", "aarch64", ...
+  std::string vendor;                 // "intel", "amd"; empty where not detected
   std::vector<std::string> features;  // e.g. "avx2", "avx512f"; empty where not detected
   std::int64_t l1d_bytes = 0;         // per core
   std::int64_t l2_bytes = 0;          // per core

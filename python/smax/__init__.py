@@ -194,12 +194,13 @@ def logsumexp(
 
 def info() -> dict:
     """What ``smax info`` prints, as a dict: version, cpu_model, architecture,
-    features (list), l1d_bytes, l2_bytes, l3_bytes, threads (what 0 threads means)
-    and assumed (the fields the OS did not report, for which defaults stand in).
+    vendor ("intel", "amd", or "" where not detected), features (list), l1d_bytes,
+    l2_bytes, l3_bytes, threads (what 0 threads means) and assumed (the fields the
+    OS did not report, for which defaults stand in).
 
     >>> sorted(smax.info())  # doctest: +NORMALIZE_WHITESPACE
     ['architecture', 'assumed', 'cpu_model', 'features', 'l1d_bytes', 'l2_bytes',
-     'l3_bytes', 'threads', 'version']
+     'l3_bytes', 'threads', 'vendor', 'version']
     """
     return _smax.machine()
 

@@ -167,6 +167,7 @@ nb::dict machine_info() {
   d["version"] = std::string(smax::version());
   d["cpu_model"] = m.cpu_model;
   d["architecture"] = m.architecture;
+  d["vendor"] = m.vendor;
   d["features"] = m.features;
   d["l1d_bytes"] = m.l1d_bytes;
   d["l2_bytes"] = m.l2_bytes;

@@ -19,8 +19,9 @@ def test_version_is_the_cmake_project_version():
 
 def test_info():
     info = smax.info()
-    assert set(info) == {"version", "cpu_model", "architecture", "features", "l1d_bytes", "l2_bytes",
+    assert set(info) == {"version", "cpu_model", "architecture", "vendor", "features", "l1d_bytes", "l2_bytes",
                          "l3_bytes", "threads", "assumed"}
+    assert info["vendor"] in ("intel", "amd", "")
     assert isinstance(info["features"], list) and isinstance(info["assumed"], list)
     assert all(info[k] > 0 for k in ("l1d_bytes", "l2_bytes", "l3_bytes", "threads"))
     assert isinstance(info["cpu_model"], str) and info["architecture"]

@@ -1,5 +1,5 @@
-// The machine, read once at run time: caches from sysfs (then sysconf), CPU
-// features from the compiler's cpuid wrapper, threads from OpenMP.
+// The machine, read once at run time: caches from sysfs (then sysconf), CPU vendor
+// and features from the compiler's cpuid wrapper, threads from OpenMP.
 #include <omp.h>
 #include <unistd.h>
 
@@ -85,6 +85,15 @@ std::string architecture() {
 #endif
 }
 
+std::string cpu_vendor() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  if (__builtin_cpu_is("intel")) return "intel";
+  if (__builtin_cpu_is("amd")) return "amd";
+#endif
+  return "";
+}
+
 std::vector<std::string> cpu_features() {
   std::vector<std::string> found;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -110,6 +119,7 @@ MachineInfo read_machine() {
   MachineInfo m;
   m.cpu_model = cpu_model();
   m.architecture = architecture();
+  m.vendor = cpu_vendor();
   m.features = cpu_features();
   // Defaults are deliberately small: a plan that assumes too little cache is slower,
   // one that assumes too much thrashes.

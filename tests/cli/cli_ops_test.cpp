@@ -216,7 +216,7 @@ TEST(CliHelp, EveryCommandExplainsItsOptions) {
 TEST(CliInfo, PrintsTheMachineAndThePlan) {
   const RunResult machine = run_cli({"info"});
   ASSERT_EQ(machine.exit_code, 0) << machine.err;
-  for (const char* word : {"cpu", "architecture", "features", "L1d", "L2", "L3", "threads"}) {
+  for (const char* word : {"cpu", "architecture", "vendor", "features", "L1d", "L2", "L3", "threads"}) {
     EXPECT_NE(machine.out.find(word), std::string::npos) << word;
   }
   EXPECT_EQ(machine.out.find("plan for"), std::string::npos);

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <array>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "op_runner.hpp"
@@ -29,6 +31,21 @@ TEST_F(Planner, MachineReportsCachesAndThreads) {
   EXPECT_FALSE(m.architecture.empty());
   EXPECT_FALSE(m.cpu_model.empty());
   EXPECT_EQ(&machine(), &m) << "machine() is read once";
+}
+
+// x86 Linux names the vendor in /proc/cpuinfo too ("vendor_id : AuthenticAMD").
+TEST_F(Planner, MachineReportsTheVendorThatProcCpuinfoNames) {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string vendor_id;
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("vendor_id", 0) == 0) {
+      vendor_id = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  if (machine().architecture != "x86_64" || vendor_id.empty()) GTEST_SKIP() << "no x86 vendor_id in /proc/cpuinfo";
+  const std::string expected = vendor_id == "GenuineIntel" ? "intel" : vendor_id == "AuthenticAMD" ? "amd" : "";
+  EXPECT_EQ(machine().vendor, expected) << vendor_id;
 }
 
 TEST_F(Planner, VersionHasThreeParts) {

@@ -222,7 +222,8 @@ void print_header(std::ostream& out, const RunInfo& info) {
     libraries.push_back(library.name + (library.available ? " " + library.version : ": " + library.reason));
   }
   out << "smax bench " << version() << ": softmax (or --op), GB/s = (input + output bytes) / median time\n"
-      << "machine    " << m.cpu_model << ", " << m.architecture << ", " << m.threads << " threads; L1d "
+      << "machine    " << m.cpu_model << ", " << m.architecture
+      << (m.vendor.empty() ? "" : " " + m.vendor) << ", " << m.threads << " threads; L1d "
       << mib(static_cast<std::size_t>(m.l1d_bytes)) << ", L2 " << mib(static_cast<std::size_t>(m.l2_bytes))
       << ", L3 " << mib(static_cast<std::size_t>(m.l3_bytes)) << '\n'
       << "features   " << (m.features.empty() ? "(none detected)" : join(m.features, " ")) << '\n'
@@ -347,7 +348,8 @@ void write_json(const std::filesystem::path& path, const RunInfo& info, const st
 
   out << "{\n  \"tool\": \"smax bench\",\n"
       << "  \"machine\": {\"cpu_model\": " << json_string(m.cpu_model)
-      << ", \"architecture\": " << json_string(m.architecture) << ", \"features\": " << json_strings(m.features)
+      << ", \"architecture\": " << json_string(m.architecture) << ", \"vendor\": " << json_string(m.vendor)
+      << ", \"features\": " << json_strings(m.features)
       << ", \"l1d_bytes\": " << m.l1d_bytes << ", \"l2_bytes\": " << m.l2_bytes << ", \"l3_bytes\": " << m.l3_bytes
       << ", \"threads\": " << m.threads << ", \"assumed\": " << json_strings(m.assumed)
       << ", \"smax_version\": " << json_string(std::string(version())) << ", \"libraries\": {" << join(libraries, ", ")

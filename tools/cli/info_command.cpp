@@ -41,6 +41,7 @@ void print_machine() {
   std::cout << "smax          " << version() << '\n'
             << "cpu           " << m.cpu_model << '\n'
             << "architecture  " << m.architecture << '\n'
+            << "vendor        " << (m.vendor.empty() ? "(not detected)" : m.vendor) << '\n'
             << "features      " << (m.features.empty() ? "(none detected)" : join(m.features, " ")) << '\n'
             << "caches        "
             << join({cache("L1d", m.l1d_bytes, "l1d_bytes"), cache("L2", m.l2_bytes, "l2_bytes"),

@@ -4,7 +4,6 @@
 // time with HWY_DYNAMIC_DISPATCH.
 #include "cpu/simd/f32_rows.hpp"
 
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -23,7 +22,6 @@
 #include "cpu/simd/exp-inl.h"
 #include "cpu/simd/exp_minus_max-inl.h"
 #include "cpu/simd/max-inl.h"
-#include "cpu/simd/misaligned_loads.hpp"
 #include "cpu/simd/rows_across_lanes-inl.h"
 #include "cpu/simd/sum-inl.h"
 #include "cpu/simd/walk-inl.h"
@@ -1244,27 +1242,6 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 namespace smax::cpu::simd {
-
-namespace {
-// -1 until the first use (misaligned_loads.hpp), then 0 or 1.
-std::atomic<int> joins_set_to{-1};
-}  // namespace
-
-bool joins_misaligned_loads() {
-  int joins = joins_set_to.load(std::memory_order_relaxed);
-  if (joins < 0) {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    __builtin_cpu_init();
-    joins = __builtin_cpu_is("amd") ? 0 : 1;
-#else
-    joins = 1;
-#endif
-    int unset = -1;
-    joins_set_to.compare_exchange_strong(unset, joins, std::memory_order_relaxed);
-  }
-  return joins != 0;
-}
-void set_joins_misaligned_loads(bool joins) { joins_set_to.store(joins ? 1 : 0, std::memory_order_relaxed); }
 
 #define SMAX_EXPORT_ROW_KERNELS(Suffix, T)                                                                        \
   HWY_EXPORT(RMax##Suffix);                                                                                       \
