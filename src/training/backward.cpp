@@ -193,8 +193,9 @@ void simd_row(Kind kind, const T* y, const T* dy, T* dx, std::int64_t n, double 
 // (more would evict this row's inputs before they are read); 0 where none fits.
 // softmax_backward fetches nothing: its write pass has too little arithmetic to hide
 // the fetches, which then slowed its rows from DRAM (f32 rows of 32 KB to 256 KB on
-// one thread 1.15-1.32x faster without them on AMD Zen 4; docs/PERFORMANCE.md,
-// thirty-second session), while log_softmax_backward's exps hide them (0.79-0.81x
+// one thread 1.15-1.32x faster without them on AMD Zen 4, bf16 rows of 64 KB to 256
+// KB on two threads 1.04-1.18x; docs/PERFORMANCE.md, thirty-second and fortieth
+// sessions), while log_softmax_backward's exps hide them (0.79-0.81x
 // without). Its kernels keep their fetching loops (sum_of_products,
 // softmax_backward_write): this is the one place that would turn them back on.
 template <class T>

@@ -1,3 +1,4 @@
+// misaligned_loads.hpp's choice: the vendor's at first use, or what a test set.
 #include "cpu/simd/misaligned_loads.hpp"
 
 #include <atomic>
