@@ -95,10 +95,11 @@ an empty axis (extent 0), give -inf.
 constexpr std::string_view kInfo = R"(Usage: smax info [options]
 
 Prints the smax version and what the library read about this machine: CPU model,
-architecture, features, cache sizes (a size the OS does not report is a default,
-marked 'assumed') and the thread count. With --shape, also prints the plan the
-library would run for a C-order tensor of that shape: algorithm, pass order,
-rows, row length, tiled block, threads, stores and the reason for the choice.
+architecture, vendor, features, cache sizes (a size the OS does not report is a
+default, marked 'assumed') and the thread count. With --shape, also prints the
+plan the library would run for a C-order tensor of that shape: algorithm, pass
+order, rows, row length, tiled block, threads, stores and the reason for the
+choice.
 
 Options:
   --shape SHAPE       extents joined by 'x', e.g. 64x128256, 8 or 2x3x4; 'scalar'
