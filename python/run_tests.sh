@@ -13,5 +13,12 @@ pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
 # The test dependencies, and the build backend so that pip need not download it into
 # an isolated build environment on every run.
 "${pip[@]}" install numpy pytest ml_dtypes "scikit-build-core>=0.10" "nanobind>=2.0"
-"${pip[@]}" install --no-build-isolation .
+# The release preset's compiler and SMAX_WERROR: the same compile commands as that
+# build's, whose objects ccache then hands to this one (CMakeLists.txt).
+defines=(--config-settings=cmake.define.SMAX_WERROR=ON)
+release_cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:FILEPATH=//p' build/release/CMakeCache.txt 2>/dev/null || true)
+if [[ -n $release_cxx ]]; then
+  defines+=("--config-settings=cmake.define.CMAKE_CXX_COMPILER=$release_cxx")
+fi
+"${pip[@]}" install --no-build-isolation "${defines[@]}" .
 "$venv/bin/python" -m pytest python/tests -q "$@"

@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 packages=(
   cmake          # >= 3.25 (Debian 12 ships 3.25.1)
   ninja-build
+  ccache         # the wheel's build reuses the release build's objects (CMakeLists.txt)
   g++
   libgomp1       # OpenMP runtime (g++ brings the headers)
   libhwy-dev     # Google Highway: portable SIMD with run-time dispatch
