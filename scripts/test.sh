@@ -5,11 +5,11 @@
 # the aarch64 build under qemu (scripts/test-aarch64.sh: NEON kernels, the tests but
 # the slowest under emulation).
 # The sanitized build is -O1 -g1, without ASan's use-after-scope checks and without the
-# SSSE3, SSE4 and AVX3_DL kernels (the release build tests every target; AVX3 runs the
-# same code on AVX3_DL machines): sanitized Highway code compiles 7-10x slower, and at
-# -O2 -g for every target it alone took 77 of CI's 90 minutes on 2 cores. Each of the
-# first three cuts saves 40-55% of it (docs/PERFORMANCE.md). The Python package's
-# build takes the release build's objects from ccache (CMakeLists.txt).
+# SSSE3 and SSE4 kernels (the release build tests every target): sanitized Highway code
+# compiles 7-10x slower, and at -O2 -g for every target it alone took 77 of CI's 90
+# minutes on 2 cores. Each of the three cuts saves 40-55% of it (docs/PERFORMANCE.md).
+# The Python package's build takes the release build's objects from ccache
+# (CMakeLists.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
