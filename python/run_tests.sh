@@ -13,12 +13,13 @@ pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
 # The test dependencies, and the build backend so that pip need not download it into
 # an isolated build environment on every run.
 "${pip[@]}" install numpy pytest ml_dtypes "scikit-build-core>=0.10" "nanobind>=2.0"
-# The release preset's compiler and SMAX_WERROR: the same compile commands as that
-# build's, whose objects ccache then hands to this one (CMakeLists.txt).
-defines=(--config-settings=cmake.define.SMAX_WERROR=ON)
+# The release preset's compiler (by the name it used: ccache hashes the name) and
+# SMAX_WERROR: the same compile commands as that build's, whose objects ccache then
+# hands to this one (CMakeLists.txt). CXX, not CMAKE_CXX_COMPILER: CMake reads it only
+# on a first configure, where a changed CMAKE_CXX_COMPILER would make it drop an
+# existing build folder's cache, with the wheel's other settings in it.
 release_cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:FILEPATH=//p' build/release/CMakeCache.txt 2>/dev/null || true)
-if [[ -n $release_cxx ]]; then
-  defines+=("--config-settings=cmake.define.CMAKE_CXX_COMPILER=$release_cxx")
-fi
-"${pip[@]}" install --no-build-isolation "${defines[@]}" .
+compiler=()
+if [[ -n $release_cxx ]]; then compiler=(env "CXX=$release_cxx"); fi
+"${compiler[@]}" "${pip[@]}" install --no-build-isolation --config-settings=cmake.define.SMAX_WERROR=ON .
 "$venv/bin/python" -m pytest python/tests -q "$@"
