@@ -524,6 +524,172 @@ TEST_F(SimdColumns, SixteenBitPanelsWriteTheSameBitsFetchingOrStreaming) {
   run(half{});
 }
 
+// Panels that would share their rows' end lines with the panels beside them take a
+// lead (ColumnPanel::lead and trims_end; execute.cpp's panel_lead): a row of y split
+// into such panels gets each element from exactly one of them, within the bar, for
+// three-pass and online panels, streamed or cached, at rows of every line offset, on
+// every target.
+TEST_F(SimdColumns, PanelsWithALeadShareTheirRowsByWholeLines) {
+  const auto run = [&](auto type_tag) {
+    using T = decltype(type_tag);
+    constexpr DType dtype = std::is_same_v<T, float> ? DType::f32 : std::is_same_v<T, bfloat16> ? DType::bf16 : DType::f16;
+    const auto from = [](double v) {
+      if constexpr (std::is_same_v<T, float>) {
+        return static_cast<float>(v);
+      } else if constexpr (std::is_same_v<T, bfloat16>) {
+        return to_bfloat16(static_cast<float>(v));
+      } else {
+        return to_half(static_cast<float>(v));
+      }
+    };
+    const auto bits = [](T v) {
+      std::uint32_t b = 0;
+      std::memcpy(&b, &v, sizeof(T));
+      return b;
+    };
+    const auto value = [](T v) -> long double {
+      if constexpr (std::is_same_v<T, float>) {
+        return v;
+      } else {
+        return to_float(v);
+      }
+    };
+    constexpr std::size_t kLine = 64 / sizeof(T);
+    // Rows 305 elements apart (1220 or 610 bytes): their line offsets take every value.
+    constexpr std::size_t inner = 301, n = 37, stride = inner + 4;
+    constexpr std::size_t width = 2 * kLine + 5;
+    const T poison = from(-12345.0);  // no softmax or log_softmax output here
+    std::vector<T> x(n * stride);
+    std::normal_distribution<double> normal(2.0, 4.0);
+    for (T& v : x) v = from(normal(rng()));
+    for (Op op : {Op::softmax, Op::log_softmax}) {
+      std::vector<long double> expected(n * inner), column(n), out(n);
+      for (std::size_t j = 0; j < inner; ++j) {
+        for (std::size_t i = 0; i < n; ++i) column[i] = value(x[i * stride + j]);
+        reference::row(op, column, out, 0.7);
+        for (std::size_t i = 0; i < n; ++i) expected[i * inner + j] = out[i];
+      }
+      for (const bool online : {false, true}) {
+        for (const Stores stores : {Stores::cached, Stores::streaming}) {
+          for (std::int64_t target : simd_targets()) {
+            SCOPED_TRACE(std::string(to_string(dtype)) + " " + std::string(to_string(op)) +
+                         (online ? " online " : " three passes ") + std::string(to_string(stores)) + " " +
+                         hwy::TargetName(target));
+            std::vector<T> y(1 + n * stride, poison);  // rows start an element past y's alignment
+            std::vector<T> one(y.size());
+            int failures = 0;
+            for (std::size_t first = 0; first < inner; first += width) {
+              const std::size_t lead = first > 0 ? kLine : 0;
+              std::fill(one.begin(), one.end(), poison);
+              cpu::simd::ColumnPanel<T> panel{x.data() + first - lead, static_cast<std::ptrdiff_t>(stride),
+                                              one.data() + 1 + first - lead, static_cast<std::ptrdiff_t>(stride),
+                                              std::min(width, inner - first) + lead, n};
+              panel.lead = lead;
+              panel.trims_end = first + width < inner;
+              cpu::simd::ColumnParams params;
+              params.op = op;
+              params.inv_t = 1.0 / 0.7;
+              params.online = online;
+              params.stores = stores;
+              with_target(target, [&] { cpu::simd::columns(panel, params); });
+              for (std::size_t k = 0; k < y.size() && failures < 5; ++k) {
+                if (bits(one[k]) == bits(poison)) continue;
+                if (bits(y[k]) != bits(poison)) {
+                  ADD_FAILURE() << "the panel at column " << first << " wrote element " << k << " again";
+                  ++failures;
+                }
+                y[k] = one[k];
+              }
+            }
+            for (std::size_t k = 0; k < y.size() && failures < 5; ++k) {
+              const bool inside = k >= 1 && (k - 1) % stride < inner;
+              const std::size_t i = (k - 1) / stride, j = (k - 1) % stride;
+              std::string why;
+              if (!inside && bits(y[k]) != bits(poison)) {
+                ADD_FAILURE() << "wrote outside the panels at " << k;
+              } else if (inside && bits(y[k]) == bits(poison)) {
+                ADD_FAILURE() << "row " << i << " column " << j << " was not written";
+              } else if (inside && !meets_bar(op, dtype, value(y[k]), expected[i * inner + j], &why)) {
+                ADD_FAILURE() << "row " << i << " column " << j << ": " << why;
+              } else {
+                continue;
+              }
+              ++failures;
+            }
+          }
+        }
+      }
+    }
+  };
+  run(float{});
+  run(bfloat16{});
+  run(half{});
+}
+
+// Streamed outputs along a middle axis whose rows split cache lines between panels
+// (execute.cpp's panel_lead): within the bar, and the same bits on 1 and 3 threads.
+TEST_F(SimdColumns, StreamedPanelsOfMisalignedRowsAgreeOnAnyThreads) {
+  for (DType dtype : {DType::f32, DType::bf16, DType::f16}) {
+    // Rows of 2500 elements (10000 or 5000 bytes): several panels however large L2 is.
+    TestTensor x(dtype, {2, 81, 2500});
+    fill_normal(x, rng(), Distribution{-1.0, 5.0});
+    for (Op op : {Op::softmax, Op::log_softmax}) {
+      Options options;
+      options.axis = 1;
+      options.stores = Stores::streaming;
+      const Expected expected = reference_nd(op, x, options);
+      for (Algorithm algorithm : kBothForms) {
+        options.algorithm = algorithm;
+        SCOPED_TRACE(std::string(to_string(dtype)) + " " + describe(op, options));
+        options.threads = 1;
+        const TestTensor one = run_and_check(op, x, options, Layout::contiguous, expected);
+        options.threads = 3;
+        const TestTensor three = run_and_check(op, x, options, Layout::contiguous, expected);
+        for (std::int64_t i = 0; i < one.numel(); ++i) ASSERT_EQ(one.at(i), three.at(i)) << "at " << i;
+      }
+    }
+  }
+}
+
+// A column holding +inf beside finite values (whose exps are NaN and whose factor is
+// NaN) gives the same NaN bits in every row wherever it lies in the panel, and so does
+// a column holding a NaN input: the NaN of exp * factor with both NaN is otherwise the
+// operand the compiler put first (f32_columns.cpp's SetNaNColumns).
+TEST_F(SimdColumns, PoisonedColumnsGiveTheSameNaNAtEveryLane) {
+  constexpr std::int64_t kLength = 5, kWidth = 70;
+  for (DType dtype : {DType::f32, DType::bf16, DType::f64}) {
+    for (Algorithm algorithm : kBothForms) {
+      for (std::int64_t target : simd_targets()) {
+        SCOPED_TRACE(std::string(to_string(dtype)) + " " + std::string(to_string(algorithm)) + " " +
+                     hwy::TargetName(target));
+        std::vector<std::uint64_t> seen;  // the output bits of every poisoned element
+        for (std::int64_t c = 0; c < kWidth; ++c) {
+          TestTensor x(dtype, {kLength, kWidth});
+          fill_normal(x, rng(), Distribution{0.0, 2.0});
+          x.set_at(2 * kWidth + c, kInf);
+          x.set_at(3 * kWidth + (c + kWidth / 2) % kWidth, kNaN);
+          Options options;
+          options.axis = 0;
+          options.algorithm = algorithm;
+          TestTensor y(dtype, {kLength, kWidth});
+          with_target(target, [&] { run_op(Op::softmax, x.view(), y.mutable_view(), options); });
+          const auto* bytes = static_cast<const unsigned char*>(y.data());
+          const std::size_t size = size_of(dtype);
+          for (std::int64_t i = 0; i < kLength; ++i) {
+            for (std::int64_t column : {c, (c + kWidth / 2) % kWidth}) {
+              std::uint64_t b = 0;
+              std::memcpy(&b, bytes + static_cast<std::size_t>(i * kWidth + column) * size, size);
+              ASSERT_TRUE(std::isnan(static_cast<double>(y.at(i * kWidth + column))));
+              seen.push_back(b);
+            }
+          }
+        }
+        for (std::uint64_t b : seen) ASSERT_EQ(b, seen.front());
+      }
+    }
+  }
+}
+
 TEST_F(SimdColumns, TargetsAgreeWithinTheBar) {
   const std::vector<std::int64_t> targets = simd_targets();
   TestTensor x(DType::f32, {5, 300, 70});

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -731,6 +732,27 @@ HWY_INLINE void FetchPartEndsForWriting(T* row, std::size_t width) {
   if (reinterpret_cast<std::uintptr_t>(row + width) % 64 != 0) __builtin_prefetch(row + width - 1, 1, 3);
 }
 
+// The columns [begin, end) of each row that a panel's output pass writes
+// (ColumnPanel::lead and trims_end): from and up to line boundaries of y where the
+// panel shares its rows' end lines with the panels beside it.
+struct OwnedColumns {
+  std::size_t lead = 0;
+  bool trims_end = false;
+
+  template <class T>
+  static std::size_t PastLine(const T* p) {
+    return reinterpret_cast<std::uintptr_t>(p) % kLineBytes / sizeof(T);
+  }
+  template <class T>
+  std::size_t begin(const T* row) const {
+    return lead > 0 ? lead - PastLine(row + lead) : 0;
+  }
+  template <class T>
+  std::size_t end(const T* row, std::size_t width) const {
+    return trims_end ? width - PastLine(row + width) : width;
+  }
+};
+
 // Pass 3, last row first (the rows read last are the likeliest still in cache), from
 // `src` (S: the terms, or x) to y (T), as kOf says. `stream`: float-lane rows are
 // written with streaming stores (whole vectors of T at aligned addresses; 16-bit
@@ -742,30 +764,37 @@ HWY_INLINE void FetchPartEndsForWriting(T* row, std::size_t width) {
 // round without the NaN case, four vectors as two pairs (StoreF32x2NotNaN).
 template <bool kUnitT, OutputOf kOf, bool kNotNaN, class D, class T, class S, class L = hn::TFromD<D>>
 void OutputPassT(D d, Strided<const S> src, Strided<T> y, std::size_t width, std::size_t length,
-                 const InverseTemperatureLanes<D>& t, const ColumnState<L>& s, bool stream) {
+                 const InverseTemperatureLanes<D>& t, const ColumnState<L>& s, OwnedColumns owned, bool stream) {
   const std::size_t N = hn::Lanes(d);
   const std::size_t fetch_rows = std::max<std::size_t>(1, kOutputFetchBytes / (width * sizeof(S)));
   for (std::size_t i = length; i-- > 0;) {
-    const S* from = src.row(i);
-    T* to = y.row(i);
+    const std::size_t begin = owned.begin(y.row(i));
+    const std::size_t row_width = owned.end(y.row(i), width) - begin;
+    const S* from = src.row(i) + begin;
+    T* to = y.row(i) + begin;
+    // This row's columns of the column state.
+    const L* m = s.m + begin;
+    const L* factor_of = s.factor + begin;
+    const L* split_shift = s.split_shift + begin;
+    const L* split_delta = s.split_delta + begin;
     // src a few rows ahead, a line per vector (for the reasons of OnlineStatsPass's).
-    const S* ahead = i >= fetch_rows ? src.row(i - fetch_rows) : nullptr;
+    const S* ahead = i >= fetch_rows ? src.row(i - fetch_rows) + begin : nullptr;
     auto value = [&](std::size_t j, std::size_t count, auto tail_tag) SMAX_INLINE_LAMBDA {
       constexpr bool kTail = decltype(tail_tag)::value;
       if (ahead != nullptr) __builtin_prefetch(ahead + j, 0, 2);
-      const auto factor = hn::LoadU(d, s.factor + j);
+      const auto factor = hn::LoadU(d, factor_of + j);
       const auto v = Load<S, kTail>(d, from + j, count, hn::Zero(d));
       if constexpr (kOf == OutputOf::terms) {
         return hn::Mul(v, factor);
       } else if constexpr (kOf == OutputOf::folded_exp) {
-        const MaxSplitLanes<D> split(Folded<kUnitT>(d, t, hn::Neg(hn::LoadU(d, s.m + j))).hi,
-                                     hn::LoadU(d, s.split_shift + j), hn::LoadU(d, s.split_delta + j));
+        const MaxSplitLanes<D> split(Folded<kUnitT>(d, t, hn::Neg(hn::LoadU(d, m + j))).hi,
+                                     hn::LoadU(d, split_shift + j), hn::LoadU(d, split_delta + j));
         return hn::Mul(FoldedExp<kOutputRange<T>>(d, split, Folded<kUnitT>(d, t, v)), factor);
       } else if constexpr (kOf == OutputOf::table_exp) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
         if constexpr (kHasScalef<hn::Vec<D>>) {
-          const TableLanes<D> split(d, Folded<kUnitT>(d, t, hn::Neg(hn::LoadU(d, s.m + j))).hi,
-                                    hn::LoadU(d, s.split_shift + j), hn::LoadU(d, s.split_delta + j));
+          const TableLanes<D> split(d, Folded<kUnitT>(d, t, hn::Neg(hn::LoadU(d, m + j))).hi,
+                                    hn::LoadU(d, split_shift + j), hn::LoadU(d, split_delta + j));
           return hn::Mul(FoldedExp<kOutputRange<T>>(d, split, Folded<kUnitT>(d, t, v)), factor);
         }
 #endif
@@ -774,11 +803,11 @@ void OutputPassT(D d, Strided<const S> src, Strided<T> y, std::size_t width, std
         if constexpr (kOf == OutputOf::log) {
           // (x - m) / T - log(d) in plain arithmetic: the terms never cancel (as the
           // rows' LogSoftmaxNormalizeT).
-          const auto x_minus_m = hn::Add(v, hn::LoadU(d, s.m + j));
+          const auto x_minus_m = hn::Add(v, hn::LoadU(d, m + j));
           return hn::Sub(kUnitT ? x_minus_m : hn::Mul(x_minus_m, t.hi), factor);
         } else {
           hn::Vec<D> z, z_lo;
-          ScaledDifference<kUnitT, true>(d, t, v, hn::LoadU(d, s.m + j), z, z_lo);
+          ScaledDifference<kUnitT, true>(d, t, v, hn::LoadU(d, m + j), z, z_lo);
           return hn::Mul(Exp<T>(d, z, z_lo), factor);
         }
       }
@@ -804,9 +833,13 @@ void OutputPassT(D d, Strided<const S> src, Strided<T> y, std::size_t width, std
     };
     if constexpr (std::is_same_v<L, float>) {
       if (stream && reinterpret_cast<std::uintptr_t>(to) % sizeof(T) == 0) {
-        if (ahead != nullptr) FetchPartEndsForWriting(y.row(i - fetch_rows), width);
+        if (ahead != nullptr) {
+          T* ahead_row = y.row(i - fetch_rows);
+          const std::size_t ahead_begin = owned.begin(ahead_row);
+          FetchPartEndsForWriting(ahead_row + ahead_begin, owned.end(ahead_row, width) - ahead_begin);
+        }
         WalkLineGroups<4>(
-            d, to, width,
+            d, to, row_width,
             [&](std::size_t j) SMAX_INLINE_LAMBDA {
               four(
                   j, [&](hn::Vec<D> v, std::size_t at) SMAX_INLINE_LAMBDA { StreamF32<kNotNaN>(d, v, to + at); },
@@ -821,7 +854,7 @@ void OutputPassT(D d, Strided<const S> src, Strided<T> y, std::size_t width, std
       }
     }
     Walk<4>(
-        d, width, false,
+        d, row_width, false,
         [&](std::size_t j) SMAX_INLINE_LAMBDA {
           four(
               j, [&](hn::Vec<D> v, std::size_t at) SMAX_INLINE_LAMBDA { Store<T, false, kNotNaN>(d, v, to + at, N); },
@@ -844,43 +877,67 @@ void OutputPassT(D d, Strided<const S> src, Strided<T> y, std::size_t width, std
   if (stream) hwy::FlushStream();
 }
 
+// Gives the columns whose factor is NaN (Finish: a NaN or +inf in them, or all -inf
+// under AllMasked::nan) that NaN in every row the panel writes. The output pass
+// multiplies their terms or exps by it, and where both are NaN (+inf - +inf, a NaN
+// input) the product's NaN is the operand the compiler happened to put first, which
+// can differ between the vectors of one pass: the same input then gave NaNs of either
+// sign depending on where its column lay in the panel.
+template <class D, class T, class L = hn::TFromD<D>>
+void SetNaNColumns(D d, Strided<T> y, std::size_t width, std::size_t length, const ColumnState<L>& s,
+                   OwnedColumns owned) {
+  for (std::size_t j = 0; j < width; ++j) {
+    if (!std::isnan(s.factor[j])) continue;
+    const auto nan = hn::Set(d, s.factor[j]);
+    for (std::size_t i = 0; i < length; ++i) {
+      T* row = y.row(i);
+      if (j >= owned.begin(row) && j < owned.end(row, width)) Store<T, true>(d, nan, row + j, 1);
+    }
+  }
+}
+
 // OutputPassT, kNotNaN for bf16 outputs where no column's factor is NaN (only a
 // poisoned or, where asked, all -inf column's is: Finish), since rounding a NaN
 // without its own case could turn it into infinity or zero. bf16 softmax along axis
 // 0 of 4096 x 4096 1.03-1.05x, along axis 1 of [8, 256, 3136] 1.01-1.03x, panels in
 // cache on one thread 1.05x; pairs stored as one where rows do not start at a line
 // ([8, 100, 1000], 2000-byte rows) ran 0.95-0.98x from memory, as two 0.99-1.04x
-// (Intel Xeon VM, docs/PERFORMANCE.md, twenty-fourth session).
+// (Intel Xeon VM, docs/PERFORMANCE.md, twenty-fourth session). Then, where a factor
+// is NaN, SetNaNColumns (log_softmax subtracts its factor: its NaN's operand order is
+// fixed).
 template <bool kUnitT, OutputOf kOf, class D, class T, class S, class L = hn::TFromD<D>>
 void OutputPass(D d, Strided<const S> src, Strided<T> y, std::size_t width, std::size_t length,
-                const InverseTemperatureLanes<D>& t, const ColumnState<L>& s, bool stream = false) {
-  if constexpr (std::is_same_v<T, bfloat16>) {
-    // (The lanes past the panel's width, in its last vector, hold a factor of their
-    // own: the max of their -inf fill, NaN under AllMasked::nan.)
-    bool any_nan = false;
-    for (std::size_t j = 0; j < width; j += hn::Lanes(d)) {
-      const auto nan = hn::And(hn::FirstN(d, width - j), hn::IsNaN(hn::LoadU(d, s.factor + j)));
-      any_nan = any_nan || !hn::AllFalse(d, nan);
-    }
-    if (!any_nan) return OutputPassT<kUnitT, kOf, true>(d, src, y, width, length, t, s, stream);
+                const InverseTemperatureLanes<D>& t, const ColumnState<L>& s, OwnedColumns owned, bool stream) {
+  // (The lanes past the panel's width, in its last vector, hold a factor of their
+  // own: the max of their -inf fill, NaN under AllMasked::nan.)
+  bool any_nan = false;
+  for (std::size_t j = 0; j < width; j += hn::Lanes(d)) {
+    const auto nan = hn::And(hn::FirstN(d, width - j), hn::IsNaN(hn::LoadU(d, s.factor + j)));
+    any_nan = any_nan || !hn::AllFalse(d, nan);
   }
-  OutputPassT<kUnitT, kOf, false>(d, src, y, width, length, t, s, stream);
+  if constexpr (std::is_same_v<T, bfloat16>) {
+    if (!any_nan) return OutputPassT<kUnitT, kOf, true>(d, src, y, width, length, t, s, owned, stream);
+  }
+  OutputPassT<kUnitT, kOf, false>(d, src, y, width, length, t, s, owned, stream);
+  if constexpr (kOf != OutputOf::log) {
+    if (any_nan) SetNaNColumns(d, y, width, length, s, owned);
+  }
 }
 
 // Softmax's output from x (online panels, 16-bit outputs): the folded exp where the
 // panel allows it.
 template <bool kUnitT, class D, class T, class L = hn::TFromD<D>>
 void ExpOutputPass(D d, Strided<const T> x, Strided<T> y, std::size_t width, std::size_t length,
-                   const InverseTemperatureLanes<D>& t, const ColumnState<L>& s, bool stream) {
+                   const InverseTemperatureLanes<D>& t, const ColumnState<L>& s, OwnedColumns owned, bool stream) {
   switch (OutputExp<kUnitT, T>(d, width, t, s)) {
     case OutputOf::table_exp:
-      OutputPass<kUnitT, OutputOf::table_exp>(d, x, y, width, length, t, s, stream);
+      OutputPass<kUnitT, OutputOf::table_exp>(d, x, y, width, length, t, s, owned, stream);
       break;
     case OutputOf::folded_exp:
-      OutputPass<kUnitT, OutputOf::folded_exp>(d, x, y, width, length, t, s, stream);
+      OutputPass<kUnitT, OutputOf::folded_exp>(d, x, y, width, length, t, s, owned, stream);
       break;
     default:
-      OutputPass<kUnitT, OutputOf::exp>(d, x, y, width, length, t, s, stream);
+      OutputPass<kUnitT, OutputOf::exp>(d, x, y, width, length, t, s, owned, stream);
   }
 }
 
@@ -896,6 +953,7 @@ void PanelT(D d, const ColumnPanel<T>& p, const ColumnParams& params, const Inve
   const Strided<T> y{p.y, p.y_stride};
   const bool softmax = params.op == Op::softmax;
   const bool stream = params.stores == Stores::streaming;  // float-lane outputs (OutputPass)
+  const OwnedColumns owned{p.lead, p.trims_end};
   if constexpr (std::is_same_v<L, float>) {
     if (params.online) {
       if (softmax) {
@@ -905,18 +963,20 @@ void PanelT(D d, const ColumnPanel<T>& p, const ColumnParams& params, const Inve
       }
       Finish(d, p.y, p.width, params, s);
       if (softmax) {
-        ExpOutputPass<kUnitT>(d, x, y, p.width, p.length, t, s, stream);
+        ExpOutputPass<kUnitT>(d, x, y, p.width, p.length, t, s, owned, stream);
       } else if (params.op == Op::log_softmax) {
-        OutputPass<kUnitT, OutputOf::log>(d, x, y, p.width, p.length, t, s, stream);
+        OutputPass<kUnitT, OutputOf::log>(d, x, y, p.width, p.length, t, s, owned, stream);
       }
       return;
     }
   }
   MaxPass(d, x, p.width, p.length, s);
   // Softmax's terms wait in the scratch panel (16-bit outputs; f32 outputs that
-  // stream), else in y where y holds L exactly (f32, f64); 16-bit outputs without the
-  // scratch panel compute each exp again in the output pass.
-  const bool keeps_terms = softmax && (std::is_same_v<T, L> || s.terms != nullptr);
+  // stream), else in y where y holds L exactly (f32, f64) and the panel's rows are its
+  // own (no lead, no trimmed end: ColumnPanel); outputs without either compute each
+  // exp again in the output pass.
+  const bool keeps_terms =
+      softmax && (s.terms != nullptr || (std::is_same_v<T, L> && p.lead == 0 && !p.trims_end));
   const Strided<L> terms = s.terms != nullptr ? Strided<L>{s.terms, s.terms_stride}
                                               : Strided<L>{reinterpret_cast<L*>(p.y), p.y_stride};
   const Strided<const T> next{p.next_x, p.x_stride};
@@ -929,12 +989,12 @@ void PanelT(D d, const ColumnPanel<T>& p, const ColumnParams& params, const Inve
   }
   Finish(d, p.y, p.width, params, s);
   if (keeps_terms) {
-    OutputPass<kUnitT, OutputOf::terms>(d, Strided<const L>{terms.p, terms.stride}, y, p.width, p.length, t, s,
+    OutputPass<kUnitT, OutputOf::terms>(d, Strided<const L>{terms.p, terms.stride}, y, p.width, p.length, t, s, owned,
                                         stream && s.terms != nullptr);
   } else if (softmax) {
-    ExpOutputPass<kUnitT>(d, x, y, p.width, p.length, t, s, stream);
+    ExpOutputPass<kUnitT>(d, x, y, p.width, p.length, t, s, owned, stream);
   } else if (params.op == Op::log_softmax) {
-    OutputPass<kUnitT, OutputOf::log>(d, x, y, p.width, p.length, t, s, stream);
+    OutputPass<kUnitT, OutputOf::log>(d, x, y, p.width, p.length, t, s, owned, stream);
   }
 }
 

@@ -71,6 +71,16 @@ struct ColumnPanel {
   // pass, so that the next panel's first pass, which reads memory, finds it there.
   const T* next_x = nullptr;
   std::size_t next_width = 0;
+  // Where y's rows do not start at cache lines, the panels beside each other in a row
+  // split lines between them: a streamed row stores its part lines through the cache,
+  // read first from memory, and two threads may write one line. Panels can own whole
+  // lines instead: a panel with a `lead` (at least a cache line of T) starts that many
+  // columns before its own, computes their statistics again, and writes each row from
+  // the last line boundary of y at or before its own first column (column `lead`);
+  // with trims_end, up to the last line boundary at or before its end (the next
+  // panel's row starts there), else to its end. Softmax and log-softmax only.
+  std::size_t lead = 0;
+  bool trims_end = false;
 };
 
 // What is the same for every panel of one call.
