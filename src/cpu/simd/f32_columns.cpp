@@ -719,19 +719,6 @@ OutputOf OutputExp(D d, std::size_t width, const InverseTemperatureLanes<D>& t, 
 // row): four rows of 4 KiB take about 1 us here, a few DRAM latencies.
 inline constexpr std::size_t kOutputFetchBytes = 16 * 1024;
 
-// Fetches for writing the lines at a streamed row's two ends that the row covers only
-// in part (their stores go through the cache: WalkLineGroups), a few rows ahead: each
-// such store otherwise waits for its line from memory, likely holding back the
-// streaming stores behind it. f32 [32, 81, 8732] along axis 1 (rows 48 bytes past a
-// line apart) took 1.27x the time an element of 8720's whole lines; the fetches made
-// it 1.04x (one thread) and 1.10x (two) faster (docs/PERFORMANCE.md, forty-second
-// session).
-template <class T>
-HWY_INLINE void FetchPartEndsForWriting(T* row, std::size_t width) {
-  if (reinterpret_cast<std::uintptr_t>(row) % 64 != 0) __builtin_prefetch(row, 1, 3);
-  if (reinterpret_cast<std::uintptr_t>(row + width) % 64 != 0) __builtin_prefetch(row + width - 1, 1, 3);
-}
-
 // The columns [begin, end) of each row that a panel's output pass writes
 // (ColumnPanel::lead and trims_end): from and up to line boundaries of y where the
 // panel shares its rows' end lines with the panels beside it.
@@ -833,10 +820,17 @@ void OutputPassT(D d, Strided<const S> src, Strided<T> y, std::size_t width, std
     };
     if constexpr (std::is_same_v<L, float>) {
       if (stream && reinterpret_cast<std::uintptr_t>(to) % sizeof(T) == 0) {
+        // The lines at the ends of a streamed row that it covers only in part (stored
+        // through the cache: WalkLineGroups), a few rows ahead: each such store
+        // otherwise waits for its line from memory, likely holding back the streaming
+        // stores behind it. f32 [32, 81, 8732] along axis 1 (rows 48 bytes past a line
+        // apart) took 1.27x the time an element of 8720's whole lines; the fetches made
+        // it 1.04x (one thread) and 1.10x (two) faster (docs/PERFORMANCE.md, forty-second
+        // session). (Panels with a lead have such lines only at the ends of y's rows.)
         if (ahead != nullptr) {
           T* ahead_row = y.row(i - fetch_rows);
           const std::size_t ahead_begin = owned.begin(ahead_row);
-          FetchPartEndsForWriting(ahead_row + ahead_begin, owned.end(ahead_row, width) - ahead_begin);
+          FetchPartLinesForWriting(ahead_row + ahead_begin, owned.end(ahead_row, width) - ahead_begin);
         }
         WalkLineGroups<4>(
             d, to, row_width,

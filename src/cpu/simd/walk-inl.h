@@ -209,6 +209,15 @@ HWY_INLINE std::size_t LineHead(const T* y, std::size_t n) {
   return std::min(n, (kLineBytes - misalignment) % kLineBytes / sizeof(T));
 }
 
+// Fetches for writing the lines at the ends of the row [y, y + n) that it covers only
+// in part (n >= 1), which streaming stores leave to stores through the cache.
+template <class T>
+HWY_INLINE void FetchPartLinesForWriting(const T* y, std::size_t n) {
+  const auto address = reinterpret_cast<std::uintptr_t>(y);
+  if (address % kLineBytes != 0) __builtin_prefetch(y, 1, 3);
+  if ((address + n * sizeof(T)) % kLineBytes != 0) __builtin_prefetch(y + n - 1, 1, 3);
+}
+
 // Visits [0, n) for streaming stores to y (the row written; aligned to sizeof(T)):
 // whole vectors that cover whole cache lines of y go to whole(i) ([i, i + Lanes);
 // forward, or backward from the end), and after them the pieces before the first
@@ -224,8 +233,7 @@ HWY_INLINE void WalkAligned(D d, const T* y, std::size_t n, bool backward, Whole
   const std::size_t N = hn::Lanes(d);
   const std::size_t head = LineHead(y, n);
   const std::size_t body_end = head + (n - head) / LineLanes(d, y) * LineLanes(d, y);
-  if (head > 0) __builtin_prefetch(y, 1, 3);
-  if (body_end < n) __builtin_prefetch(y + body_end, 1, 3);
+  if (n > 0) FetchPartLinesForWriting(y, n);
   if (!backward) {
     for (std::size_t i = head; i < body_end; i += N) whole(i);
   } else {
