@@ -151,11 +151,12 @@ struct ColumnSplit {
 };
 
 // The lead of a split's panels: a line of T where streamed rows of y would split cache
-// lines between panels (the panels' first columns do not all start at a line), not in
-// place. On the
-// Zen 4 VM, f32 [32, 81, 8732] along axis 1 (rows 48 bytes past a line apart) took
-// 1.15x the time an element of 8720's streamed without it (docs/PERFORMANCE.md,
-// forty-third session); cached rows lose less to the split lines and keep no lead.
+// lines between panels (the panels' first columns do not all start at a line), else 0.
+// On the Zen 4 VM, streamed f32 [32, 81, 8732] along axis 1 (rows 48 bytes past a line
+// apart) took about 1.15x the time an element of 8720's without it and ran 1.11x (one
+// thread) and 1.06x (two) as fast with it (docs/PERFORMANCE.md, forty-third session).
+// Cached rows lose less to the split lines, and f32 three-pass panels with a lead
+// cannot keep their terms in y; they keep no lead.
 template <class T>
 std::int64_t panel_lead(const detail::Problem& p, const detail::Plan& plan, const ColumnSplit& s) {
   constexpr std::int64_t kLineBytes = 64;
