@@ -15,14 +15,16 @@
 //     f64 in y; 16-bit outputs (which cannot hold them), f32 outputs that stream and
 //     f32 and f64 outputs whose rows crowd L1 sets with x's (rows a multiple of 4 KiB
 //     apart) in a scratch panel of the thread's (bf16's times 2^64, for its output
-//     pass's subnormal results). With ColumnPanel::next_x, this pass also fetches the
-//     next panel's input into L2.
+//     pass's subnormal results); a panel with a lead or a trimmed end
+//     (ColumnPanel::lead) never keeps them in y. With ColumnPanel::next_x, this pass
+//     also fetches the next panel's input into L2.
 //  3. Per column, vectorised: finish_row's non-finite cases (a NaN or +inf: NaN; all
 //     -inf: the AllMasked policy), 1/d, or log(d) = log1p(d - 1) in double;
 //     logsumexp writes m / T + log(d) here and stops.
 //  4. Output, last row first (the rows read last are the likeliest still in cache):
 //     softmax scales its terms by 1/d (one exp per element); log-softmax writes
-//     (x - m) / T - log(d).
+//     (x - m) / T - log(d). Softmax's columns whose factor is NaN then get that NaN
+//     in every row (the NaN of a product of two NaNs depends on operand order).
 // The exp argument carries its rounding error (argument-inl.h), as in the row kernels.
 //
 // Panels too tall for L2 (ColumnParams::online, float lanes) take two passes instead,
