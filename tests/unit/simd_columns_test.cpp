@@ -41,6 +41,27 @@ constexpr Algorithm kBothForms[] = {Algorithm::automatic, Algorithm::online};
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
+// A panel element of T (float, half or bfloat16) from v, rounded to nearest even, and
+// an element's value.
+template <class T>
+T element_of(double v) {
+  if constexpr (std::is_same_v<T, float>) {
+    return static_cast<float>(v);
+  } else if constexpr (std::is_same_v<T, bfloat16>) {
+    return to_bfloat16(static_cast<float>(v));
+  } else {
+    return to_half(static_cast<float>(v));
+  }
+}
+template <class T>
+long double value_of(T v) {
+  if constexpr (std::is_same_v<T, float>) {
+    return v;
+  } else {
+    return to_float(v);
+  }
+}
+
 class SimdColumns : public SeededTest {
  protected:
   // Every op and panel algorithm on x along `axis`, against the reference, on every
@@ -452,13 +473,7 @@ TEST_F(SimdColumns, SixteenBitPanelsWriteTheSameBitsFetchingOrStreaming) {
   const auto run = [&](auto type_tag) {
     using T = decltype(type_tag);
     constexpr DType dtype = std::is_same_v<T, bfloat16> ? DType::bf16 : DType::f16;
-    const auto from = [](double v) {
-      if constexpr (std::is_same_v<T, bfloat16>) {
-        return to_bfloat16(static_cast<float>(v));
-      } else {
-        return to_half(static_cast<float>(v));
-      }
-    };
+    const auto from = element_of<T>;
     constexpr std::size_t w = 77, n = 81, x_stride = 2 * w + 3, y_stride = w + 3;
     const T poison = from(-12345.0);  // no softmax output, NaN included
     for (const double offset : {0.0, 7.0, dtype == DType::bf16 ? 20000.0 : -3.0}) {
@@ -533,26 +548,12 @@ TEST_F(SimdColumns, PanelsWithALeadShareTheirRowsByWholeLines) {
   const auto run = [&](auto type_tag) {
     using T = decltype(type_tag);
     constexpr DType dtype = std::is_same_v<T, float> ? DType::f32 : std::is_same_v<T, bfloat16> ? DType::bf16 : DType::f16;
-    const auto from = [](double v) {
-      if constexpr (std::is_same_v<T, float>) {
-        return static_cast<float>(v);
-      } else if constexpr (std::is_same_v<T, bfloat16>) {
-        return to_bfloat16(static_cast<float>(v));
-      } else {
-        return to_half(static_cast<float>(v));
-      }
-    };
+    const auto from = element_of<T>;
+    const auto value = value_of<T>;
     const auto bits = [](T v) {
       std::uint32_t b = 0;
       std::memcpy(&b, &v, sizeof(T));
       return b;
-    };
-    const auto value = [](T v) -> long double {
-      if constexpr (std::is_same_v<T, float>) {
-        return v;
-      } else {
-        return to_float(v);
-      }
     };
     constexpr std::size_t kLine = 64 / sizeof(T);
     // Rows 305 elements apart (1220 or 610 bytes): their line offsets take every value.
