@@ -6,6 +6,7 @@
 #include <hwy/targets.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <string>
@@ -436,6 +437,55 @@ TEST_P(Backward, ResultsDoNotDependOnTheThreadCount) {
   EXPECT_EQ(one.bytes(), many.bytes());
 }
 
+// The same rows at another address give the same bits, NaNs included: the kernels
+// align their loops to the addresses, so an element meets a different lane and loop
+// copy at each offset, and a NaN that meets another NaN in a product takes the one
+// the compiler put first. Each row holds one kind of non-finite input: a NaN in dy,
+// both infinities in dy (the sum's own NaN, negative on x86), a NaN in y, +inf in dy.
+TEST_P(Backward, RowsGiveTheSameBitsWhereverTheyLie) {
+  const bool log = GetParam();
+  constexpr std::int64_t kRows = 5;
+  for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    const std::size_t element = size_of(dtype);
+    const std::int64_t offsets = static_cast<std::int64_t>(64 / element);
+    for (std::int64_t n : {13, 100, 1000, 4097}) {
+      SCOPED_TRACE(std::string(to_string(dtype)) + " n " + std::to_string(n));
+      const std::vector<std::int64_t> shape = {kRows, n};
+      TestTensor y = forward_output(log, dtype, shape, 1, 1, Layout::contiguous, rng());
+      TestTensor dy(dtype, shape);
+      fill_normal(dy, rng(), Distribution{0.5, 2});
+      dy.set_at(0 * n + n / 3, kNaN);
+      dy.set_at(1 * n + n / 4, kInf);
+      dy.set_at(1 * n + n - 1, -kInf);
+      y.set_at(2 * n + n / 2, kNaN);
+      dy.set_at(3 * n + 2 * n / 3, kInf);
+      const std::size_t bytes = static_cast<std::size_t>(kRows * n) * element;
+      for (std::int64_t target : simd_targets()) {
+        SCOPED_TRACE(hwy::TargetName(target));
+        with_target(target, [&] {
+          std::vector<unsigned char> first;
+          for (std::int64_t offset = 0; offset < offsets; ++offset) {
+            const std::vector<std::int64_t> padded = {kRows * n + offsets};
+            TestTensor y_at(dtype, padded), dy_at(dtype, padded), dx_at(dtype, padded);
+            const std::size_t skip = static_cast<std::size_t>(offset) * element;
+            std::memcpy(static_cast<unsigned char*>(y_at.data()) + skip, y.data(), bytes);
+            std::memcpy(static_cast<unsigned char*>(dy_at.data()) + skip, dy.data(), bytes);
+            auto* dx_bytes = static_cast<unsigned char*>(dx_at.data()) + skip;
+            run_backward(log, TensorView(static_cast<const unsigned char*>(y_at.data()) + skip, dtype, shape),
+                         TensorView(static_cast<const unsigned char*>(dy_at.data()) + skip, dtype, shape),
+                         MutableTensorView(dx_bytes, dtype, shape), {});
+            const std::vector<unsigned char> got(dx_bytes, dx_bytes + bytes);
+            if (offset == 0) {
+              first = got;
+            } else {
+              ASSERT_EQ(got, first) << "offset " << offset << " elements";
+            }
+          }
+        });
+      }
+    }
+  }
+}
 // A 256K-element row stays exact: the sums are compensated.
 TEST_P(Backward, LongRowStaysExact) {
   const bool log = GetParam();

@@ -428,6 +428,65 @@ TEST_F(CrossEntropy, NonFiniteLogitsInLaterBlocks) {
   }
 }
 
+// The same rows at another address give the same bits, NaNs included (the kernels
+// align their loops to the addresses, so an element meets a different lane and loop
+// copy at each offset): the loss, the gradient and the log-probabilities of rows
+// with a NaN, +inf, both infinities, a -inf target and none of these.
+TEST_F(CrossEntropy, RowsGiveTheSameBitsWhereverTheyLie) {
+  constexpr std::int64_t kRows = 5;
+  for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    const std::size_t element = size_of(dtype);
+    const std::int64_t offsets = static_cast<std::int64_t>(64 / element);
+    for (std::int64_t classes : {13, 1000, 4097, 2 * 4096 + 5}) {
+      Call c;
+      c.dtype = dtype;
+      c.shape = {kRows, classes};
+      c.axis = -1;
+      c.reduction = Reduction::none;
+      c.smoothing = 0.1;
+      SCOPED_TRACE(c.describe());
+      Prepared p = prepare(c, rng());
+      p.logits.set_at(0 * classes + classes / 3, kNaN);
+      p.logits.set_at(1 * classes + classes - 1, kInf);
+      p.logits.set_at(2 * classes + classes / 2, kInf);
+      p.logits.set_at(2 * classes + classes / 5, -kInf);
+      p.indices->i64[static_cast<std::size_t>(3 * p.indices->step)] = classes / 4;
+      p.logits.set_at(3 * classes + classes / 4, -kInf);
+      const std::size_t bytes = static_cast<std::size_t>(kRows * classes) * element;
+      const std::vector<std::int64_t> padded = {kRows * classes + offsets};
+      for (std::int64_t target_cpu : simd_targets()) {
+        SCOPED_TRACE(hwy::TargetName(target_cpu));
+        with_target(target_cpu, [&] {
+          std::vector<unsigned char> first_loss, first_grad, first_log_prob;
+          for (std::int64_t offset = 0; offset < offsets; ++offset) {
+            const std::size_t skip = static_cast<std::size_t>(offset) * element;
+            TestTensor logits(dtype, padded), grad(dtype, padded), log_prob(dtype, padded), loss(dtype, {kRows});
+            std::memcpy(static_cast<unsigned char*>(logits.data()) + skip, p.logits.data(), bytes);
+            auto* grad_bytes = static_cast<unsigned char*>(grad.data()) + skip;
+            auto* log_prob_bytes = static_cast<unsigned char*>(log_prob.data()) + skip;
+            CrossEntropyOutputs extra;
+            extra.grad = MutableTensorView(grad_bytes, dtype, c.shape);
+            extra.log_prob = MutableTensorView(log_prob_bytes, dtype, c.shape);
+            cross_entropy(TensorView(static_cast<const unsigned char*>(logits.data()) + skip, dtype, c.shape),
+                          p.indices->view(), loss.mutable_view(), options_of(c, p), extra);
+            const std::vector<unsigned char> got_grad(grad_bytes, grad_bytes + bytes);
+            const std::vector<unsigned char> got_log_prob(log_prob_bytes, log_prob_bytes + bytes);
+            if (offset == 0) {
+              first_loss = loss.bytes();
+              first_grad = got_grad;
+              first_log_prob = got_log_prob;
+            } else {
+              ASSERT_EQ(loss.bytes(), first_loss) << "offset " << offset << " elements";
+              ASSERT_EQ(got_grad, first_grad) << "offset " << offset << " elements";
+              ASSERT_EQ(got_log_prob, first_log_prob) << "offset " << offset << " elements";
+            }
+          }
+        });
+      }
+    }
+  }
+}
+
 TEST_F(CrossEntropy, EdgeShapes) {
   for (DType dtype : kDTypes) {
     for (Reduction reduction : {Reduction::none, Reduction::sum, Reduction::mean}) {
