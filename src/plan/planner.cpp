@@ -306,9 +306,12 @@ Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, std::
       choose_column_passes(trial, op, dtype, length * element_bytes * fetching, options.algorithm, machine);
       if (fetches_next_panel(trial, op, dtype, length * element_bytes * fetching, machine)) {
         width = fetching;
-      } else if (streams && dtype == DType::f32) {
-        // 4 KiB rows then: 1 KiB rows that cannot fetch ran 0.87x as fast as online's
-        // 4 KiB ([16, 400, 4096] along axis 1 from DRAM, two threads).
+      } else if (streams && dtype == DType::f32 && machine.vendor != "amd") {
+        // 4 KiB rows then, online: 1 KiB rows that cannot fetch ran 0.87x as fast as
+        // online's 4 KiB ([16, 400, 4096] along axis 1 from DRAM, two threads, the Intel
+        // Xeon VM). The Zen 4 VM (1 MiB L2) ran them faster than online: [8, 256, 3136],
+        // [8, 192, 3136] and [4, 224, 12544] softmax 1.05-1.11x on one thread, 0.99-1.08x
+        // on two; log_softmax and T = 0.7 as much or more (forty-fourth session).
         width = panel_width(op, length, element_bytes, inner_extent, budget, kMinPanelRowBytes, machine);
       }
     }

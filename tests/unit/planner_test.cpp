@@ -344,6 +344,26 @@ TEST_F(Planner, StreamedThreePassPanelsFetchTheNextPanel) {
   EXPECT_FALSE(columns_plan(1, 4096, 4096 * 8, Stores::streaming).fetch_next_panel);
 }
 
+// Streamed f32 panels that fit three passes in L2 but cannot fetch the next panel
+// beside them: online's 4 KiB rows on Intel cores, three passes in the L2 panels on AMD
+// cores ([8, 256, 3136] with a 1 MiB L2; planner.cpp has the measurements).
+TEST_F(Planner, PanelsThatCannotFetchFollowTheVendor) {
+  MachineInfo m = two_cores(1 << 20, 32 << 20);
+  const auto columns_plan = [&] {
+    return detail::make_plan(Op::softmax, DType::f32, 8 * 3136, 256, 3136, {.axis = 1, .stores = Stores::streaming}, m);
+  };
+  m.vendor = "intel";
+  const detail::Plan intel = columns_plan();
+  EXPECT_EQ(intel.algorithm, Algorithm::online);
+  EXPECT_EQ(intel.panel_width, 784);
+  m.vendor = "amd";
+  const detail::Plan amd = columns_plan();
+  EXPECT_EQ(amd.algorithm, Algorithm::fused);
+  EXPECT_EQ(amd.panel_width, 256);
+  EXPECT_FALSE(amd.fetch_next_panel);
+  EXPECT_LE(256 * amd.panel_width * 4 * 2, m.l2_bytes / 2);
+}
+
 // 16-bit softmax panels keep their float terms in a scratch panel, so they fetch the
 // next panel's input whatever their stores, where their input, their terms (twice its
 // bytes) and the next input fit in half of L2: panels narrow to a quarter of L2 for
