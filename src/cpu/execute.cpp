@@ -6,6 +6,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/cache_line.hpp"
 #include "core/parallel.hpp"
 #include "cpu/cancelling_logsumexp.hpp"
 #include "cpu/simd/f32_columns.hpp"
@@ -159,7 +160,7 @@ struct ColumnSplit {
 // cannot keep their terms in y; they keep no lead.
 template <class T>
 std::int64_t panel_lead(const detail::Problem& p, const detail::Plan& plan, const ColumnSplit& s) {
-  constexpr std::int64_t kLineBytes = 64;
+  constexpr auto kLineBytes = static_cast<std::int64_t>(detail::kCacheLineBytes);
   constexpr std::int64_t kLine = kLineBytes / static_cast<std::int64_t>(sizeof(T));
   const bool writes_rows = p.op == Op::softmax || p.op == Op::log_softmax;
   // In place, a panel's lead columns would be read after the panel before it wrote

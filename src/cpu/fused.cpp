@@ -5,6 +5,7 @@
 
 #include <hwy/aligned_allocator.h>
 
+#include "core/cache_line.hpp"
 #include "cpu/passes.hpp"
 #include "cpu/variants.hpp"
 #include "smax/options.hpp"
@@ -32,7 +33,7 @@ float* fused_buffer_base() {
 // builds of the same code differed by 4-8% (docs/PERFORMANCE.md, thirty-third session).
 template <class T>
 float* fused_buffer(const T* x) {
-  constexpr std::uintptr_t kLine = 64;
+  constexpr std::uintptr_t kLine = detail::kCacheLineBytes;
   float* const buffer = fused_buffer_base();
   const auto base = reinterpret_cast<std::uintptr_t>(buffer);
   const std::uintptr_t want = (reinterpret_cast<std::uintptr_t>(x) + kPageBytes / 2) / kLine * kLine;

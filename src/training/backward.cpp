@@ -6,6 +6,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/cache_line.hpp"
 #include "core/problem.hpp"
 #include "cpu/element.hpp"
 #include "plan/planner.hpp"
@@ -171,7 +172,7 @@ template <class T>
 void simd_row(Kind kind, const T* y, const T* dy, T* dx, std::int64_t n, double inv_t,
               const training::simd::NextRow& next, bool stream) {
   const auto length = static_cast<std::size_t>(n);
-  constexpr std::size_t kLine = 64;
+  constexpr std::size_t kLine = detail::kCacheLineBytes;
   training::simd::NextRow sum_share{}, write_share = next;
   if (stream) {
     sum_share = next;

@@ -51,6 +51,7 @@ struct ColumnState {
 
 #include <hwy/contrib/math/math-inl.h>
 
+#include "core/cache_line.hpp"
 #include "cpu/simd/argument-inl.h"
 #include "cpu/simd/convert-inl.h"
 #include "cpu/simd/exp-inl.h"
@@ -728,7 +729,7 @@ struct OwnedColumns {
 
   template <class T>
   static std::size_t PastLine(const T* p) {
-    return reinterpret_cast<std::uintptr_t>(p) % kLineBytes / sizeof(T);
+    return reinterpret_cast<std::uintptr_t>(p) % kCacheLineBytes / sizeof(T);
   }
   template <class T>
   std::size_t begin(const T* row) const {
@@ -802,7 +803,7 @@ void OutputPassT(D d, Strided<const S> src, Strided<T> y, std::size_t width, std
     // Four whole vectors [j, j + 4N), all computed before put(v, at) stores any (or
     // put_pair(v, w, at) stores a pair, with kNotNaN: as one store where the row starts
     // at a cache line, else as two, as put does).
-    const bool pairs_aligned = reinterpret_cast<std::uintptr_t>(to) % 64 == 0;
+    const bool pairs_aligned = reinterpret_cast<std::uintptr_t>(to) % kCacheLineBytes == 0;
     auto four = [&](std::size_t j, auto&& put, auto&& put_pair) SMAX_INLINE_LAMBDA {
       const auto v0 = value(j, N, std::false_type());
       const auto v1 = value(j + N, N, std::false_type());
@@ -1045,10 +1046,10 @@ columns_detail::ColumnState<L> state_for(std::size_t width) {
           lanes.get() + 3 * capacity, lanes.get() + 4 * capacity};
 }
 
-// L1 as the column passes meet it: 64 sets of 64-byte lines (the 32 KiB 8-way L1D of
-// Zen 4 and Skylake, the 48 KiB 12-way one of Ice Lake and later).
+// L1 as the column passes meet it: 64 sets of lines (the 32 KiB 8-way L1D of Zen 4
+// and Skylake, the 48 KiB 12-way one of Ice Lake and later).
 constexpr std::size_t kL1Sets = 64;
-constexpr std::size_t kL1LineBytes = 64;
+constexpr std::size_t kL1LineBytes = detail::kCacheLineBytes;
 
 // How many of a block's lines (kColumnBlockRows rows of a panel, at one column) fall
 // in each L1 set, each line counted in its set and the next (the next column vector's,

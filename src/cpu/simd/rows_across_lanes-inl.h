@@ -38,6 +38,7 @@
 #include <hwy/contrib/math/math-inl.h>
 #include <hwy/highway.h>
 
+#include "core/cache_line.hpp"
 #include "cpu/simd/argument-inl.h"
 #include "cpu/simd/convert-inl.h"
 #include "cpu/simd/exp_minus_max-inl.h"
@@ -340,7 +341,7 @@ HWY_INLINE std::size_t RowsAcrossLanesBuffered(const T* x, std::ptrdiff_t xs, T*
   constexpr std::size_t kLanes = hn::MaxLanes(D());
   // A row's chunks go out at different times: streamed, a chunk of part of a line would
   // leave the line to be written in pieces (bf16 rows of 32 from memory ran at 0.75x).
-  stream = stream && kLanes * sizeof(T) % 64 == 0;
+  stream = stream && kLanes * sizeof(T) % smax::detail::kCacheLineBytes == 0;
   constexpr std::size_t kColumns = kChunks * kLanes;
   const std::size_t last = (n - 1) / kLanes;    // the last chunk holding elements
   const std::size_t tail = n - last * kLanes;   // its elements, 1 .. kLanes

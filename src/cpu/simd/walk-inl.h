@@ -30,6 +30,7 @@
 
 #include <hwy/highway.h>
 
+#include "core/cache_line.hpp"
 #include "cpu/simd/misaligned_loads.hpp"
 
 HWY_BEFORE_NAMESPACE();
@@ -175,10 +176,8 @@ class ShiftedLoads {
 #endif
 };
 
-// Streaming stores write whole cache lines where they can: a line streamed in part
-// and stored in part through the cache is written back in part, at a read of its
-// rest. kLineBytes: x86's line.
-inline constexpr std::size_t kLineBytes = 64;
+// Streaming stores write whole cache lines where they can (core/cache_line.hpp).
+using smax::detail::kCacheLineBytes;
 
 // Fetches the cache lines that start in [p, p + count) for reading (into L1, or with
 // kIntoL2 into L2 only) or, with kForWriting, for writing (owned before the stores
@@ -189,8 +188,8 @@ inline constexpr std::size_t kLineBytes = 64;
 template <bool kForWriting, bool kIntoL2 = false, class T>
 HWY_INLINE void FetchLines(const T* p, std::size_t count) {
   const auto address = reinterpret_cast<std::uintptr_t>(p);
-  const auto* first = reinterpret_cast<const char*>(p) + (kLineBytes - address % kLineBytes) % kLineBytes;
-  for (std::size_t b = 0; b < count * sizeof(T); b += kLineBytes) {
+  const auto* first = reinterpret_cast<const char*>(p) + (kCacheLineBytes - address % kCacheLineBytes) % kCacheLineBytes;
+  for (std::size_t b = 0; b < count * sizeof(T); b += kCacheLineBytes) {
     __builtin_prefetch(first + b, kForWriting ? 1 : 0, kIntoL2 ? 2 : 3);
   }
 }
@@ -198,15 +197,15 @@ HWY_INLINE void FetchLines(const T* p, std::size_t count) {
 // The elements of T in a cache line, at least a vector (so a multiple of Lanes).
 template <class D, class T>
 HWY_INLINE std::size_t LineLanes(D d, const T* /*y*/) {
-  return std::max<std::size_t>(hn::Lanes(d), kLineBytes / sizeof(T));
+  return std::max<std::size_t>(hn::Lanes(d), kCacheLineBytes / sizeof(T));
 }
 
 // The elements of a row at y (aligned to sizeof(T)) before its first whole cache
 // line, at most n.
 template <class T>
 HWY_INLINE std::size_t LineHead(const T* y, std::size_t n) {
-  const std::size_t misalignment = reinterpret_cast<std::uintptr_t>(y) % kLineBytes;
-  return std::min(n, (kLineBytes - misalignment) % kLineBytes / sizeof(T));
+  const std::size_t misalignment = reinterpret_cast<std::uintptr_t>(y) % kCacheLineBytes;
+  return std::min(n, (kCacheLineBytes - misalignment) % kCacheLineBytes / sizeof(T));
 }
 
 // Fetches for writing the lines at the ends of the row [y, y + n) that it covers only
@@ -214,8 +213,8 @@ HWY_INLINE std::size_t LineHead(const T* y, std::size_t n) {
 template <class T>
 HWY_INLINE void FetchPartLinesForWriting(const T* y, std::size_t n) {
   const auto address = reinterpret_cast<std::uintptr_t>(y);
-  if (address % kLineBytes != 0) __builtin_prefetch(y, 1, 3);
-  if ((address + n * sizeof(T)) % kLineBytes != 0) __builtin_prefetch(y + n - 1, 1, 3);
+  if (address % kCacheLineBytes != 0) __builtin_prefetch(y, 1, 3);
+  if ((address + n * sizeof(T)) % kCacheLineBytes != 0) __builtin_prefetch(y + n - 1, 1, 3);
 }
 
 // Visits [0, n) for streaming stores to y (the row written; aligned to sizeof(T)):

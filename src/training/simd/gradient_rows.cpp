@@ -11,6 +11,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "core/cache_line.hpp"
 #include "training/rows.hpp"
 
 #undef HWY_TARGET_INCLUDE
@@ -114,7 +115,7 @@ class PacedPrefetch {
   }
 
  private:
-  static constexpr std::size_t kLine = 64;
+  static constexpr std::size_t kLine = smax::detail::kCacheLineBytes;
   static constexpr std::uint64_t kNever = ~std::uint64_t{0};
   const char* a_;
   const char* b_;
