@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/cache_line.hpp"
+
 namespace smax::detail {
 namespace {
 
@@ -170,7 +172,7 @@ std::int64_t panel_width(Op op, std::int64_t length, std::int64_t element_bytes,
                          std::int64_t budget_bytes, std::int64_t min_row_bytes, const MachineInfo& m) {
   constexpr std::int64_t kMinRowBytesWithinLlc = 1024;
   constexpr std::int64_t kMinRowBytesInL2 = 1024;
-  const std::int64_t line = std::max<std::int64_t>(1, 64 / element_bytes);
+  const std::int64_t line = std::max<std::int64_t>(1, std::int64_t{kCacheLineBytes} / element_bytes);
   const std::int64_t budget = std::max<std::int64_t>(budget_bytes, 4096);
   const std::int64_t column_input_bytes = std::max<std::int64_t>(length, 1) * element_bytes;
   const std::int64_t column_bytes = column_input_bytes * (op == Op::logsumexp ? 1 : 2);
@@ -310,8 +312,8 @@ Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, std::
         // 4 KiB rows then, online: 1 KiB rows that cannot fetch ran 0.87x as fast as
         // online's 4 KiB ([16, 400, 4096] along axis 1 from DRAM, two threads, the Intel
         // Xeon VM). The Zen 4 VM (1 MiB L2) ran them faster than online: [8, 256, 3136],
-        // [8, 192, 3136] and [4, 224, 12544] softmax 1.05-1.11x on one thread, 0.99-1.08x
-        // on two; log_softmax and T = 0.7 as much or more (forty-fourth session).
+        // [8, 192, 3136] and [4, 224, 12544] softmax 1.05-1.09x on one thread, 0.99-1.08x
+        // on two; log_softmax alike, T = 0.7 more (forty-fourth session).
         width = panel_width(op, length, element_bytes, inner_extent, budget, kMinPanelRowBytes, machine);
       }
     }
@@ -360,6 +362,21 @@ Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, std::
     plan.because([&] {
       return plan.fetch_next_panel ? "; each panel fetches the next one's input into L2 during its sum pass" : "";
     });
+    // execute.cpp's panel_lead decides from y's addresses; the plan sees the shape only.
+    const std::int64_t element_bytes = static_cast<std::int64_t>(size_of(dtype));
+    const std::int64_t row_bytes = inner_extent * element_bytes;
+    if (plan.stores == Stores::streaming && (op == Op::softmax || op == Op::log_softmax) &&
+        plan.panel_width < inner_extent && plan.panel_width * element_bytes >= 2 * std::int64_t{kCacheLineBytes}) {
+      plan.because([&] {
+        const std::string where =
+            row_bytes % std::int64_t{kCacheLineBytes} == 0
+                ? "where y does not start at a cache line,"
+                : "y's rows being " + std::to_string(row_bytes) + " bytes apart, not whole cache lines,";
+        return "; " + where +
+               " each panel but a row's first computes one line of columns of the panel before it again, so that "
+               "panels write whole lines (unless in place)";
+      });
+    }
   }
   return plan;
 }

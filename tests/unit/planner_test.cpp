@@ -364,6 +364,25 @@ TEST_F(Planner, PanelsThatCannotFetchFollowTheVendor) {
   EXPECT_LE(256 * amd.panel_width * 4 * 2, m.l2_bytes / 2);
 }
 
+// The lead of streamed panels (execute.cpp's panel_lead) is decided from y's
+// addresses, which the plan does not see; its reason says when it comes.
+TEST_F(Planner, ReasonsSayWhenPanelsTakeALead) {
+  const MachineInfo m = two_cores(1 << 20, 32 << 20);
+  const auto columns_plan = [&](std::int64_t outer, std::int64_t length, std::int64_t inner, Op op, Stores stores) {
+    return detail::make_plan(op, DType::f32, outer * inner, length, inner, {.axis = 1, .stores = stores}, m, true);
+  };
+  const auto says = [](const detail::Plan& p, const char* text) { return p.reason.find(text) != std::string::npos; };
+  const detail::Plan apart = columns_plan(32, 81, 8732, Op::softmax, Stores::streaming);
+  EXPECT_TRUE(says(apart, "y's rows being 34928 bytes apart, not whole cache lines")) << apart.reason;
+  const detail::Plan lines = columns_plan(1, 4096, 4096, Op::log_softmax, Stores::streaming);
+  EXPECT_TRUE(says(lines, "where y does not start at a cache line")) << lines.reason;
+  for (const detail::Plan& none : {columns_plan(32, 81, 8732, Op::softmax, Stores::cached),
+                                   columns_plan(32, 81, 8732, Op::logsumexp, Stores::streaming),
+                                   columns_plan(32, 81, 64, Op::softmax, Stores::streaming)}) {
+    EXPECT_FALSE(says(none, "panel before it again")) << none.reason;
+  }
+}
+
 // 16-bit softmax panels keep their float terms in a scratch panel, so they fetch the
 // next panel's input whatever their stores, where their input, their terms (twice its
 // bytes) and the next input fit in half of L2: panels narrow to a quarter of L2 for
