@@ -728,16 +728,12 @@ struct OwnedColumns {
   bool trims_end = false;
 
   template <class T>
-  static std::size_t PastLine(const T* p) {
-    return reinterpret_cast<std::uintptr_t>(p) % kCacheLineBytes / sizeof(T);
-  }
-  template <class T>
   std::size_t begin(const T* row) const {
-    return lead > 0 ? lead - PastLine(row + lead) : 0;
+    return lead > 0 ? lead - PastLineStart(row + lead) : 0;
   }
   template <class T>
   std::size_t end(const T* row, std::size_t width) const {
-    return trims_end ? width - PastLine(row + width) : width;
+    return trims_end ? width - PastLineStart(row + width) : width;
   }
 };
 

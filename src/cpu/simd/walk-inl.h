@@ -188,7 +188,8 @@ using smax::detail::kCacheLineBytes;
 template <bool kForWriting, bool kIntoL2 = false, class T>
 HWY_INLINE void FetchLines(const T* p, std::size_t count) {
   const auto address = reinterpret_cast<std::uintptr_t>(p);
-  const auto* first = reinterpret_cast<const char*>(p) + (kCacheLineBytes - address % kCacheLineBytes) % kCacheLineBytes;
+  const auto* first =
+      reinterpret_cast<const char*>(p) + (kCacheLineBytes - address % kCacheLineBytes) % kCacheLineBytes;
   for (std::size_t b = 0; b < count * sizeof(T); b += kCacheLineBytes) {
     __builtin_prefetch(first + b, kForWriting ? 1 : 0, kIntoL2 ? 2 : 3);
   }
@@ -200,12 +201,18 @@ HWY_INLINE std::size_t LineLanes(D d, const T* /*y*/) {
   return std::max<std::size_t>(hn::Lanes(d), kCacheLineBytes / sizeof(T));
 }
 
+// The elements of T between the start of p's cache line and p (aligned to sizeof(T)).
+template <class T>
+HWY_INLINE std::size_t PastLineStart(const T* p) {
+  return reinterpret_cast<std::uintptr_t>(p) % kCacheLineBytes / sizeof(T);
+}
+
 // The elements of a row at y (aligned to sizeof(T)) before its first whole cache
 // line, at most n.
 template <class T>
 HWY_INLINE std::size_t LineHead(const T* y, std::size_t n) {
-  const std::size_t misalignment = reinterpret_cast<std::uintptr_t>(y) % kCacheLineBytes;
-  return std::min(n, (kCacheLineBytes - misalignment) % kCacheLineBytes / sizeof(T));
+  const std::size_t past = PastLineStart(y);
+  return std::min(n, past == 0 ? 0 : kCacheLineBytes / sizeof(T) - past);
 }
 
 // Fetches for writing the lines at the ends of the row [y, y + n) that it covers only
