@@ -162,11 +162,13 @@ template <class T>
 std::int64_t panel_lead(const detail::Problem& p, const detail::Plan& plan, const ColumnSplit& s) {
   constexpr auto kLineBytes = static_cast<std::int64_t>(detail::kCacheLineBytes);
   constexpr std::int64_t kLine = kLineBytes / static_cast<std::int64_t>(sizeof(T));
-  const bool writes_rows = p.op == Op::softmax || p.op == Op::log_softmax;
+  const std::int64_t inner_extent = p.batch_shape[static_cast<std::size_t>(s.inner)];
   // In place, a panel's lead columns would be read after the panel before it wrote
   // them (the API allows no other overlap of x and y).
   const bool in_place = p.x == p.y;
-  if (!writes_rows || in_place || plan.stores != Stores::streaming || s.panels < 2 || s.width < 2 * kLine) return 0;
+  if (in_place || !detail::panels_may_take_lead(p.op, plan, inner_extent, static_cast<std::int64_t>(sizeof(T)))) {
+    return 0;
+  }
   const auto at_lines = [](std::int64_t elements) {
     return elements * static_cast<std::int64_t>(sizeof(T)) % kLineBytes == 0;
   };

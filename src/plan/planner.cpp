@@ -362,11 +362,9 @@ Plan make_plan(Op op, DType dtype, std::int64_t rows, std::int64_t length, std::
     plan.because([&] {
       return plan.fetch_next_panel ? "; each panel fetches the next one's input into L2 during its sum pass" : "";
     });
-    // execute.cpp's panel_lead decides from y's addresses; the plan sees the shape only.
     const std::int64_t element_bytes = static_cast<std::int64_t>(size_of(dtype));
     const std::int64_t row_bytes = inner_extent * element_bytes;
-    if (plan.stores == Stores::streaming && (op == Op::softmax || op == Op::log_softmax) &&
-        plan.panel_width < inner_extent && plan.panel_width * element_bytes >= 2 * std::int64_t{kCacheLineBytes}) {
+    if (panels_may_take_lead(op, plan, inner_extent, element_bytes)) {
       plan.because([&] {
         const std::string where =
             row_bytes % std::int64_t{kCacheLineBytes} == 0

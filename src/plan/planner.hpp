@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/cache_line.hpp"
 #include "smax/dtype.hpp"
 #include "smax/info.hpp"
 #include "smax/options.hpp"
@@ -32,6 +33,17 @@ struct Plan {
     if (explained) reason += words();
   }
 };
+
+// Whether the streamed softmax or log-softmax column panels of `plan` may take a lead
+// (simd::ColumnPanel::lead: each panel but a row's first starts a cache line of
+// columns early, so that panels write whole lines of y): more than one panel across
+// the inner extent, each at least two lines wide. execute.cpp's panel_lead decides
+// from y's addresses whether they do; the plan's reason says where they would.
+inline bool panels_may_take_lead(Op op, const Plan& plan, std::int64_t inner_extent, std::int64_t element_bytes) {
+  return (op == Op::softmax || op == Op::log_softmax) && plan.stores == Stores::streaming &&
+         plan.panel_width > 0 && plan.panel_width < inner_extent &&
+         plan.panel_width * element_bytes >= 2 * static_cast<std::int64_t>(kCacheLineBytes);
+}
 
 // Below this many elements in a call, starting threads costs more than it saves.
 inline constexpr std::int64_t kMinElementsPerThread = 32768;
