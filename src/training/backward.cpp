@@ -1,5 +1,6 @@
 // softmax_backward and log_softmax_backward: per row, one pass reduces (sum(y * dy)
 // or sum(dy)), one pass writes dx. Nothing is stored in between.
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -13,6 +14,7 @@
 #include "smax/info.hpp"
 #include "smax/training.hpp"
 #include "training/rows.hpp"
+#include "training/simd/gradient_columns.hpp"
 #include "training/simd/gradient_rows.hpp"
 
 namespace smax {
@@ -57,6 +59,10 @@ struct Request {
   double inv_t;
   int threads;
   bool stream;  // dx's whole vectors around the cache (the vectorised rows)
+  // > 0: the rows lie across the vector lanes (training/simd/gradient_columns.hpp),
+  // this many side by side: the fold's innermost dimension, of unit stride in y, dy
+  // and dx, where the axis itself is not.
+  std::int64_t columns;
 };
 
 // BackwardOptions::stores: automatic streams by the bytes the call moves (two reads
@@ -115,6 +121,13 @@ Request validate(Kind kind, const TensorView& y, const TensorView& dy, const Mut
   r.fold = training::fold_rows(batch, strides);
   r.threads = training::thread_count(o.threads, r.fold.rows, r.length);
   r.stream = streams_dx(o.stores, r.dtype, r.fold.rows * r.length);
+  r.columns = 0;
+  const bool axis_contiguous = r.y_stride == 1 && r.dy_stride == 1 && r.dx_stride == 1;
+  if (r.dtype != DType::f64 && !axis_contiguous && r.fold.rank > 0) {
+    const auto inner = static_cast<std::size_t>(r.fold.rank - 1);
+    const bool unit = r.fold.strides[0][inner] == 1 && r.fold.strides[1][inner] == 1 && r.fold.strides[2][inner] == 1;
+    if (unit && r.fold.shape[inner] >= 2) r.columns = r.fold.shape[inner];
+  }
   return r;
 }
 
@@ -157,8 +170,10 @@ void log_softmax_backward_row(const T* ly, std::ptrdiff_t lys, const T* dy, std:
 
 // Contiguous rows of f32, f16 and bf16 go to the vectorised kernels
 // (training/simd/gradient_rows.hpp): the sums in double lanes, the writes in float
-// lanes where that provably meets the same bars (double lanes elsewhere); f64 (long
-// double arithmetic) and strided rows stay here.
+// lanes where that provably meets the same bars (double lanes elsewhere); rows along
+// a strided axis with a contiguous dimension beside it lie across the lanes
+// (training/simd/gradient_columns.hpp); f64 (long double arithmetic) and other
+// strided rows stay here.
 template <class T>
 inline constexpr bool kSimdRows = std::is_same_v<T, float> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
 
@@ -207,8 +222,40 @@ std::size_t next_row_prefetch_bytes(Kind kind, std::int64_t length) {
   return room <= 0 ? 0 : static_cast<std::size_t>(std::min(room, row_bytes));
 }
 
+// Threads share rows across the lanes in pieces of at most this many columns (any
+// split gives the same bits: each lane is its own row).
+constexpr std::int64_t kColumnsPerPiece = 512;
+
+template <class T>
+void run_columns(const Request& r) {
+  const auto* y = reinterpret_cast<const T*>(r.y);
+  const auto* dy = reinterpret_cast<const T*>(r.dy);
+  auto* dx = reinterpret_cast<T*>(r.dx);
+  const training::simd::ColumnStrides strides{r.y_stride, r.dy_stride, r.dx_stride};
+  const std::int64_t pieces = (r.columns + kColumnsPerPiece - 1) / kColumnsPerPiece;
+  const std::int64_t groups = r.fold.rows / r.columns;
+  training::for_rows(groups * pieces, r.threads, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t piece = begin; piece < end; ++piece) {
+      const std::int64_t first = piece % pieces * kColumnsPerPiece;
+      const auto count = static_cast<std::size_t>(std::min(kColumnsPerPiece, r.columns - first));
+      const RowCursor at(r.fold, piece / pieces * r.columns + first);
+      const auto n = static_cast<std::size_t>(r.length);
+      if (r.kind == Kind::softmax) {
+        training::simd::softmax_backward_columns(y + at.offset(0), dy + at.offset(1), dx + at.offset(2), strides, n,
+                                                 count, r.inv_t);
+      } else {
+        training::simd::log_softmax_backward_columns(y + at.offset(0), dy + at.offset(1), dx + at.offset(2), strides,
+                                                     n, count, r.inv_t);
+      }
+    }
+  });
+}
+
 template <class T>
 void run_typed(const Request& r) {
+  if constexpr (kSimdRows<T>) {
+    if (r.columns > 0) return run_columns<T>(r);
+  }
   const auto* y = reinterpret_cast<const T*>(r.y);
   const auto* dy = reinterpret_cast<const T*>(r.dy);
   auto* dx = reinterpret_cast<T*>(r.dx);

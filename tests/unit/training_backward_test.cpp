@@ -271,6 +271,113 @@ TEST_P(Backward, VectorisedRowsOnEveryTargetMeetTheBar) {
   }
 }
 
+// Along an axis that is not the contiguous one, f32, f16 and bf16 rows lie across
+// the vector lanes (training/simd/gradient_columns.hpp): every Highway target, axis
+// lengths from 1 to 300, widths around every vector width (blocks of four vectors,
+// single vectors, tails; more than one thread's piece of 512), misaligned, a
+// temperature, a masked element, an input that is not a log-probability (1.5), NaN
+// and infinite dy; in place over dy and over y, and on three threads, the same bits.
+TEST_P(Backward, ColumnsOnEveryTargetMeetTheBar) {
+  const bool log = GetParam();
+  constexpr std::int64_t kLengths[] = {1, 2, 5, 17, 300};
+  constexpr std::int64_t kWidths[] = {2, 3, 15, 16, 17, 33, 64, 65, 600};
+  for (std::int64_t target : simd_targets()) {
+    SCOPED_TRACE(hwy::TargetName(target));
+    with_target(target, [&] {
+      for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+        for (std::int64_t n : kLengths) {
+          for (std::int64_t w : kWidths) {
+            const Layout layout = (n + w) % 2 ? Layout::misaligned : Layout::contiguous;
+            const long double t = w % 2 ? 1.0L : 0.7L;
+            const std::vector<std::int64_t> shape = {2, n, w};
+            TestTensor y = forward_output(log, dtype, shape, 1, t, layout, rng());
+            TestTensor dy(dtype, shape, layout);
+            fill_normal(dy, rng(), Distribution{0.5, 2});
+            const std::int64_t plane = n * w;
+            if (n >= 5) {
+              y.set_at(plane + 2 * w + 1, log ? -kInf : 0.0L);  // a masked element
+              if (log) y.set_at(plane + 3 * w + w - 1, 1.5L);   // not a log-probability
+              dy.set_at(w / 2, kNaN);                          // column w / 2 of the first plane
+              dy.set_at(plane + w - 1, kInf);                  // the last column of the second
+            }
+            TestTensor dx(dtype, shape, layout);
+            BackwardOptions o;
+            o.axis = 1;
+            o.temperature = static_cast<double>(t);
+            o.threads = 1;
+            SCOPED_TRACE(std::string(to_string(dtype)) + " n " + std::to_string(n) + " width " + std::to_string(w) +
+                         " " + to_string(layout));
+            run_backward(log, y.view(), dy.view(), dx.mutable_view(), o);
+            const Reference ref = backward_reference(log, y, dy, 1, t);
+            EXPECT_TRUE(meets_training_bar("columns", dx, ref.values, ref.cancelled, compute_eps(dtype)));
+            EXPECT_TRUE(dx.untouched_outside_view());
+            TestTensor over_dy = dy;
+            run_backward(log, y.view(), over_dy.view(), over_dy.mutable_view(), o);
+            ASSERT_EQ(over_dy.bytes(), dx.bytes());
+            TestTensor over_y = y;
+            run_backward(log, over_y.view(), dy.view(), over_y.mutable_view(), o);
+            ASSERT_EQ(over_y.bytes(), dx.bytes());
+            o.threads = 3;
+            TestTensor threaded(dtype, shape, layout);
+            run_backward(log, y.view(), dy.view(), threaded.mutable_view(), o);
+            ASSERT_EQ(threaded.bytes(), dx.bytes());
+          }
+        }
+      }
+    });
+  }
+}
+
+// A row across the lanes gives the same bits in every column: each lane computes its
+// own row, whether its column falls in a block of four vectors, a single vector or the
+// tail, and in whichever thread's piece. Every column of [n, width] holds the same row
+// (one with a NaN in dy, one with both infinities).
+TEST_P(Backward, ColumnsGiveTheSameBitsInEveryLane) {
+  const bool log = GetParam();
+  for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    for (std::int64_t n : {7, 100}) {
+      for (int special = 0; special < 3; ++special) {
+        const std::int64_t w = 611;
+        TestTensor row = forward_output(log, dtype, {n}, 0, 1, Layout::contiguous, rng());
+        TestTensor dy_row(dtype, {n});
+        fill_normal(dy_row, rng(), Distribution{0.5, 2});
+        if (special == 1) dy_row.set_at(n / 2, kNaN);
+        if (special == 2) {
+          dy_row.set_at(1, kInf);
+          dy_row.set_at(n - 1, -kInf);
+        }
+        TestTensor y(dtype, {n, w}), dy(dtype, {n, w});
+        for (std::int64_t c = 0; c < n; ++c) {
+          for (std::int64_t j = 0; j < w; ++j) {
+            y.set_at(c * w + j, row.at(c));
+            dy.set_at(c * w + j, dy_row.at(c));
+          }
+        }
+        SCOPED_TRACE(std::string(to_string(dtype)) + " n " + std::to_string(n) + " case " + std::to_string(special));
+        for (std::int64_t target : simd_targets()) {
+          SCOPED_TRACE(hwy::TargetName(target));
+          with_target(target, [&] {
+            TestTensor dx(dtype, {n, w});
+            BackwardOptions o;
+            o.axis = 0;
+            o.threads = 2;
+            run_backward(log, y.view(), dy.view(), dx.mutable_view(), o);
+            const std::size_t element = size_of(dtype);
+            const auto* bytes = static_cast<const unsigned char*>(dx.data());
+            for (std::int64_t c = 0; c < n; ++c) {
+              const unsigned char* first = bytes + static_cast<std::size_t>(c * w) * element;
+              for (std::int64_t j = 1; j < w; ++j) {
+                ASSERT_EQ(std::memcmp(first, first + static_cast<std::size_t>(j) * element, element), 0)
+                    << "class " << c << ", column " << j;
+              }
+            }
+          });
+        }
+      }
+    }
+  }
+}
+
 // log_softmax_backward on inputs that are not log-probabilities (positive, NaN)
 // gives what the formula gives (the vectorised kernel's exp covers log_y <= 0 only
 // and must hand the others to std::exp), next to valid and -inf elements in the same

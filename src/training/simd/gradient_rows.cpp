@@ -28,29 +28,12 @@
 #include "cpu/simd/max-inl.h"
 #include "cpu/simd/sum-inl.h"
 #include "cpu/simd/walk-inl.h"
+#include "training/simd/wide-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace smax::training::simd::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 namespace cs = smax::cpu::simd::HWY_NAMESPACE;
-
-// The backward passes run in double lanes; each double lane takes one element, loaded
-// through float lanes of the same count.
-using DD = hn::ScalableTag<double>;
-using VD = hn::Vec<DD>;
-using DFD = hn::Rebind<float, DD>;
-
-template <class T>
-HWY_INLINE VD LoadWide(DD dd, const T* p) {
-  return hn::PromoteTo(dd, cs::LoadF32(DFD(), p));
-}
-
-// The tail's other lanes are 0.
-template <class T>
-HWY_INLINE VD LoadTailWide(DD dd, const T* p, std::size_t count) {
-  const DFD df;
-  return hn::PromoteTo(dd, cs::LoadTailF32(df, p, count, hn::Zero(df)));
-}
 
 // Whole float vectors, for the kernels that run in float lanes.
 using DF = hn::ScalableTag<float>;
@@ -59,33 +42,6 @@ using VF = hn::Vec<DF>;
 template <class T>
 HWY_INLINE VF LoadFloats(DF df, const T* p, std::size_t count, VF fill) {
   return count == hn::Lanes(df) ? cs::LoadF32(df, p) : cs::LoadTailF32(df, p, count, fill);
-}
-
-// double to float with IEEE rounding, as static_cast: Highway's emulated targets
-// saturate infinities and overflowing values to the largest float instead.
-HWY_INLINE hn::Vec<DFD> ToFloat(VD v) {
-  const DFD df;
-#if HWY_TARGET == HWY_SCALAR || HWY_TARGET == HWY_EMU128
-  constexpr std::size_t kMaxLanes = cs::kMaxVectorBytes / sizeof(double);
-  HWY_ALIGN double wide[kMaxLanes];
-  HWY_ALIGN float narrow[kMaxLanes];
-  hn::Store(v, DD(), wide);
-  for (std::size_t j = 0; j < hn::Lanes(df); ++j) narrow[j] = static_cast<float>(wide[j]);
-  return hn::Load(df, narrow);
-#else
-  return hn::DemoteTo(df, v);
-#endif
-}
-
-// Rounded to float, then to T: the scalar code's Element<T>::store of a double.
-template <class T>
-HWY_INLINE void StoreWide(VD v, T* p) {
-  cs::StoreF32(DFD(), ToFloat(v), p);
-}
-
-template <class T>
-HWY_INLINE void StoreTailWide(VD v, T* p, std::size_t count) {
-  cs::StoreTailF32(DFD(), ToFloat(v), p, count);
 }
 
 // Pulls bytes [next.begin, next.end) of the next row's inputs towards L2 over a pass

@@ -1,0 +1,254 @@
+// The kernels of gradient_columns.hpp, written once over the storage type (float,
+// half, bfloat16), compiled for every target Highway offers (foreach_target.h
+// re-includes this file once per target) and dispatched at run time with
+// HWY_DYNAMIC_DISPATCH.
+//
+// A block of kVectors double vectors of columns goes down the axis twice: the first
+// pass sums each lane's row, the second writes it. The block's elements of one class
+// are adjacent (kVectors * 8 floats on AVX-512: two cache lines), so the second pass
+// finds what the first read in L1 or L2 for up to a few thousand classes.
+#include "training/simd/gradient_columns.hpp"
+
+#include <cmath>
+#include <cstddef>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "training/simd/gradient_columns.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/cache_control.h>
+#include <hwy/highway.h>
+
+#include "cpu/simd/exp_f64-inl.h"
+#include "training/simd/wide-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace smax::training::simd::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+namespace cs = smax::cpu::simd::HWY_NAMESPACE;
+
+// A sum per lane as the rows' sums take it (gradient_rows.cpp, BlockedSum): the terms
+// of kPlainSteps classes added plainly, then their sum joined to a compensated
+// (TwoSum) total: at most kPlainSteps + 1 units of double's precision times the sum
+// of the terms' magnitudes, far below what the outputs show unless dy and s agree to
+// about 2^-50 of their size. A TwoSum per term would cost several times the term.
+inline constexpr std::size_t kPlainSteps = 4;
+
+struct LaneSum {
+  VD plain, sum, error;
+  HWY_INLINE LaneSum() : plain(hn::Zero(DD())), sum(hn::Zero(DD())), error(hn::Zero(DD())) {}
+
+  HWY_INLINE void Join() {
+    const VD t = hn::Add(sum, plain);
+    const VD plain_part = hn::Sub(t, sum);
+    const VD sum_part = hn::Sub(t, plain_part);
+    error = hn::Add(error, hn::Add(hn::Sub(sum, sum_part), hn::Sub(plain, plain_part)));
+    sum = t;
+    plain = hn::Zero(DD());
+  }
+  // hi + lo after the last Join; a non-finite sum is the plain IEEE sum in hi, lo 0.
+  HWY_INLINE VD Hi() const { return hn::IfThenElse(hn::IsFinite(sum), hn::Add(sum, error), sum); }
+  HWY_INLINE VD Lo() const { return hn::IfThenElseZero(hn::IsFinite(sum), hn::Sub(error, hn::Sub(Hi(), sum))); }
+};
+
+// Calls add(c) for each class c of n and joins `sums` after every kPlainSteps.
+template <std::size_t K, class Add>
+HWY_INLINE void SumDownTheAxis(LaneSum (&sums)[K], std::size_t n, Add&& add) {
+  std::size_t c = 0;
+  for (; c + kPlainSteps <= n; c += kPlainSteps) {
+    for (std::size_t step = 0; step < kPlainSteps; ++step) add(c + step);
+    for (LaneSum& sum : sums) sum.Join();
+  }
+  for (; c < n; ++c) add(c);
+  for (LaneSum& sum : sums) sum.Join();
+}
+
+// Pulls the next block's elements of class c (bytes of them from p) towards the cache
+// while this block writes: its sum pass then reads cache, where each class is a
+// stride away that the hardware prefetchers do not follow.
+HWY_INLINE void FetchLines(const void* p, std::size_t bytes) {
+  if (p == nullptr) return;
+  const char* at = static_cast<const char*>(p);
+  for (std::size_t b = 0; b < bytes; b += 64) hwy::Prefetch(at + b);
+}
+
+// Double vectors a block takes side by side: four independent sums hide the latency
+// of each one's chain of additions.
+inline constexpr std::size_t kVectors = 4;
+
+// The k-th vector of a block's columns at p: whole, or with kTail the block's only
+// vector, of `count` lanes.
+template <bool kTail, class T>
+HWY_INLINE VD LoadLanes(DD d, const T* p, std::size_t count) {
+  if constexpr (kTail) {
+    return LoadTailWide(d, p, count);
+  } else {
+    (void)count;
+    return LoadWide(d, p);
+  }
+}
+
+template <bool kTail, class T>
+HWY_INLINE void StoreLanes(VD v, T* p, std::size_t count) {
+  if constexpr (kTail) {
+    StoreTailWide(v, p, count);
+  } else {
+    (void)count;
+    StoreWide(v, p);
+  }
+}
+
+// exp(z) per lane: exp_f64-inl.h's where it equals std::exp to its accuracy (z <= 709
+// and not in the range whose results are subnormal), std::exp for the vector
+// elsewhere (inputs that are not log-probabilities, NaN, the subnormal range).
+HWY_INLINE VD ExpLanes(DD d, VD z) {
+  const auto in_range = hn::And(hn::Le(z, hn::Set(d, 709.0)),
+                                hn::Or(hn::Ge(z, hn::Set(d, cs::kExpF64Cutoff)), hn::Lt(z, hn::Set(d, -746.0))));
+  if (HWY_LIKELY(hn::AllTrue(d, in_range))) return cs::ExpF64Flush(d, z, hn::Zero(d));
+  constexpr std::size_t kMaxLanes = cs::kMaxVectorBytes / sizeof(double);
+  HWY_ALIGN double lanes[kMaxLanes];
+  hn::Store(z, d, lanes);
+  for (std::size_t j = 0; j < hn::Lanes(d); ++j) lanes[j] = std::exp(lanes[j]);
+  return hn::Load(d, lanes);
+}
+
+// Products of two floats are exact in double: the fused multiply-add rounds once, as
+// an addition would.
+template <std::size_t K, bool kTail, class T>
+HWY_INLINE void SoftmaxBackwardBlock(const T* y, const T* dy, T* dx, const ColumnStrides& s, std::size_t n,
+                                     std::size_t count, double inv_t, bool fetch_next) {
+  const DD d;
+  const std::size_t N = hn::Lanes(d);
+  LaneSum sums[K];
+  SumDownTheAxis(sums, n, [&](std::size_t c) HWY_ATTR {
+    const T* yc = y + static_cast<std::ptrdiff_t>(c) * s.y;
+    const T* dyc = dy + static_cast<std::ptrdiff_t>(c) * s.dy;
+    for (std::size_t k = 0; k < K; ++k) {
+      sums[k].plain = hn::MulAdd(LoadLanes<kTail>(d, yc + k * N, count), LoadLanes<kTail>(d, dyc + k * N, count),
+                                 sums[k].plain);
+    }
+  });
+  VD hi[K], lo[K];
+  for (std::size_t k = 0; k < K; ++k) {
+    hi[k] = sums[k].Hi();
+    lo[k] = sums[k].Lo();
+  }
+  const VD scale = hn::Set(d, inv_t);
+  for (std::size_t c = 0; c < n; ++c) {
+    const T* yc = y + static_cast<std::ptrdiff_t>(c) * s.y;
+    const T* dyc = dy + static_cast<std::ptrdiff_t>(c) * s.dy;
+    T* dxc = dx + static_cast<std::ptrdiff_t>(c) * s.dx;
+    if (fetch_next) {
+      FetchLines(yc + K * N, K * N * sizeof(T));
+      FetchLines(dyc + K * N, K * N * sizeof(T));
+    }
+    for (std::size_t k = 0; k < K; ++k) {
+      const VD diff = hn::Sub(hn::Sub(LoadLanes<kTail>(d, dyc + k * N, count), hi[k]), lo[k]);
+      VD v = hn::Mul(LoadLanes<kTail>(d, yc + k * N, count), diff);
+      if (inv_t != 1) v = hn::Mul(v, scale);
+      StoreLanes<kTail>(v, dxc + k * N, count);
+    }
+  }
+}
+
+template <std::size_t K, bool kTail, class T>
+HWY_INLINE void LogSoftmaxBackwardBlock(const T* ly, const T* dy, T* dx, const ColumnStrides& s, std::size_t n,
+                                        std::size_t count, double inv_t, bool fetch_next) {
+  const DD d;
+  const std::size_t N = hn::Lanes(d);
+  LaneSum sums[K];
+  SumDownTheAxis(sums, n, [&](std::size_t c) HWY_ATTR {
+    const T* dyc = dy + static_cast<std::ptrdiff_t>(c) * s.dy;
+    for (std::size_t k = 0; k < K; ++k) sums[k].plain = hn::Add(sums[k].plain, LoadLanes<kTail>(d, dyc + k * N, count));
+  });
+  VD total[K];
+  for (std::size_t k = 0; k < K; ++k) total[k] = sums[k].Hi();
+  const VD scale = hn::Set(d, inv_t);
+  for (std::size_t c = 0; c < n; ++c) {
+    const T* lyc = ly + static_cast<std::ptrdiff_t>(c) * s.y;
+    const T* dyc = dy + static_cast<std::ptrdiff_t>(c) * s.dy;
+    T* dxc = dx + static_cast<std::ptrdiff_t>(c) * s.dx;
+    if (fetch_next) {
+      FetchLines(lyc + K * N, K * N * sizeof(T));
+      FetchLines(dyc + K * N, K * N * sizeof(T));
+    }
+    for (std::size_t k = 0; k < K; ++k) {
+      const VD p = ExpLanes(d, LoadLanes<kTail>(d, lyc + k * N, count));
+      VD v = hn::NegMulAdd(p, total[k], LoadLanes<kTail>(d, dyc + k * N, count));
+      if (inv_t != 1) v = hn::Mul(v, scale);
+      StoreLanes<kTail>(v, dxc + k * N, count);
+    }
+  }
+}
+
+// Runs Block over `columns` columns: kVectors whole vectors at a time, then whole
+// vectors one by one, then the last part of a vector.
+template <template <std::size_t, bool, class> class Block, class T>
+HWY_INLINE void Columns(const T* y, const T* dy, T* dx, const ColumnStrides& s, std::size_t n, std::size_t columns,
+                        double inv_t) {
+  const std::size_t N = hn::Lanes(DD());
+  const std::size_t block = kVectors * N;
+  std::size_t j = 0;
+  for (; j + block <= columns; j += block) {
+    Block<kVectors, false, T>::Run(y + j, dy + j, dx + j, s, n, N, inv_t, j + 2 * block <= columns);
+  }
+  for (; j + N <= columns; j += N) Block<1, false, T>::Run(y + j, dy + j, dx + j, s, n, N, inv_t, false);
+  if (j < columns) Block<1, true, T>::Run(y + j, dy + j, dx + j, s, n, columns - j, inv_t, false);
+}
+
+template <std::size_t K, bool kTail, class T>
+struct SoftmaxBlock {
+  static HWY_INLINE void Run(const T* y, const T* dy, T* dx, const ColumnStrides& s, std::size_t n, std::size_t count,
+                             double inv_t, bool fetch_next) {
+    SoftmaxBackwardBlock<K, kTail>(y, dy, dx, s, n, count, inv_t, fetch_next);
+  }
+};
+
+template <std::size_t K, bool kTail, class T>
+struct LogSoftmaxBlock {
+  static HWY_INLINE void Run(const T* ly, const T* dy, T* dx, const ColumnStrides& s, std::size_t n,
+                             std::size_t count, double inv_t, bool fetch_next) {
+    LogSoftmaxBackwardBlock<K, kTail>(ly, dy, dx, s, n, count, inv_t, fetch_next);
+  }
+};
+
+// Plain names per storage type, for HWY_EXPORT.
+#define SMAX_COLUMN_KERNELS(Suffix, T)                                                                           \
+  void SoftmaxBackwardColumns##Suffix(const T* y, const T* dy, T* dx, ColumnStrides s, std::size_t n,            \
+                                      std::size_t columns, double inv_t) {                                       \
+    Columns<SoftmaxBlock>(y, dy, dx, s, n, columns, inv_t);                                                      \
+  }                                                                                                              \
+  void LogSoftmaxBackwardColumns##Suffix(const T* ly, const T* dy, T* dx, ColumnStrides s, std::size_t n,        \
+                                         std::size_t columns, double inv_t) {                                    \
+    Columns<LogSoftmaxBlock>(ly, dy, dx, s, n, columns, inv_t);                                                  \
+  }
+
+SMAX_COLUMN_KERNELS(F32, float)
+SMAX_COLUMN_KERNELS(F16, half)
+SMAX_COLUMN_KERNELS(BF16, bfloat16)
+#undef SMAX_COLUMN_KERNELS
+
+}  // namespace smax::training::simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace smax::training::simd {
+
+#define SMAX_EXPORT_COLUMN_KERNELS(Suffix, T)                                                                  \
+  HWY_EXPORT(SoftmaxBackwardColumns##Suffix);                                                                  \
+  HWY_EXPORT(LogSoftmaxBackwardColumns##Suffix);                                                               \
+  void softmax_backward_columns(const T* y, const T* dy, T* dx, ColumnStrides strides, std::size_t n,          \
+                                std::size_t columns, double inv_t) {                                           \
+    HWY_DYNAMIC_DISPATCH(SoftmaxBackwardColumns##Suffix)(y, dy, dx, strides, n, columns, inv_t);               \
+  }                                                                                                            \
+  void log_softmax_backward_columns(const T* log_y, const T* dy, T* dx, ColumnStrides strides, std::size_t n,  \
+                                    std::size_t columns, double inv_t) {                                       \
+    HWY_DYNAMIC_DISPATCH(LogSoftmaxBackwardColumns##Suffix)(log_y, dy, dx, strides, n, columns, inv_t);        \
+  }
+
+SMAX_EXPORT_COLUMN_KERNELS(F32, float)
+SMAX_EXPORT_COLUMN_KERNELS(F16, half)
+SMAX_EXPORT_COLUMN_KERNELS(BF16, bfloat16)
+#undef SMAX_EXPORT_COLUMN_KERNELS
+
+}  // namespace smax::training::simd
+#endif  // HWY_ONCE
