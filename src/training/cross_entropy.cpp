@@ -30,6 +30,7 @@
 #include "smax/info.hpp"
 #include "smax/training.hpp"
 #include "training/rows.hpp"
+#include "training/simd/gradient_columns.hpp"
 #include "training/simd/gradient_rows.hpp"
 
 namespace smax {
@@ -74,6 +75,11 @@ struct Request {
   // place or not gives the same bits.
   bool grad_call_streams = false;
   bool stream = false;  // the gradient's whole vectors around the cache (stored exps' rows)
+  // > 0: the samples lie across the vector lanes (training/simd/gradient_columns.hpp),
+  // this many side by side: the fold's innermost dimension, of unit stride in the
+  // logits (and the gradient and log-probabilities asked for), where the class axis is
+  // not.
+  std::int64_t columns = 0;
 };
 
 // Integer targets stand in as a TensorView of the same element size for the byte
@@ -252,6 +258,14 @@ Request validate(const Checker& check, const TensorView& logits, const TensorVie
   r.threads = training::thread_count(o.threads, r.fold.rows, classes);
   r.grad_call_streams = streams_grad(o.stores, r);
   r.stream = r.grad_call_streams && r.grad != r.logits;
+  if (r.dtype != DType::f64 && r.index_targets && classes > 0 && r.class_stride[kLogits] != 1 && r.fold.rank > 0) {
+    const auto inner = static_cast<std::size_t>(r.fold.rank - 1);
+    const auto unit = [&](View v) { return r.fold.strides[v][inner] == 1; };
+    if (unit(kLogits) && (r.grad == nullptr || unit(kGrad)) && (r.log_prob == nullptr || unit(kLogProb)) &&
+        r.fold.shape[inner] >= 2) {
+      r.columns = r.fold.shape[inner];
+    }
+  }
   return r;
 }
 
@@ -354,7 +368,16 @@ struct Scratch {
   AlignedFloats exps;
   std::vector<float> block_max;
   std::vector<double> wide;  // a block of 16-bit logits widened (logit_stats)
+  std::vector<double> columns;  // RowKernel::run_columns's per-column arrays
 };
+
+// Threads share samples across the lanes in pieces of at most this many columns (any
+// split gives the same bits: each lane is its own sample).
+constexpr std::int64_t kColumnsPerPiece = 512;
+
+// The storage types of the vectorised kernels (training/simd/).
+template <class T>
+inline constexpr bool kSimdTypes = std::is_same_v<T, float> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
 
 template <class T>
 class RowKernel {
@@ -368,9 +391,113 @@ class RowKernel {
         weight_sum_(class_weight_sum),
         grad_scale_(r.reduction == Reduction::mean ? 1.0 / r.weight_total : 1.0),
         stored_exps_(uses_stored_exps()),
-        double_exps_(cancels_in_double()) {}
+        double_exps_(cancels_in_double()) {
+    if (r.columns > 0 && r.smoothing != 0) {
+      for (std::int64_t c = 0; c < r.classes; ++c) class_weight_.push_back(weight_of(r, c));
+    }
+  }
 
   bool prefetches_next_row() const { return stored_exps_; }
+
+  // Request::columns: `count` samples side by side, the first at `first`, each next one
+  // `step` elements on in each view (the logits', gradient's and log-probabilities'
+  // step 1). The same loss, gradient and log-probabilities as run() gives each, in
+  // double lanes (training/simd/gradient_columns.hpp); writes each loss to loss[j].
+  void run_columns(const Sample& first, const std::array<std::int64_t, training::kMaxViews>& step, std::size_t count,
+                   Scratch& scratch, double* loss) const {
+    const auto n = static_cast<std::size_t>(r_.classes);
+    const std::ptrdiff_t xs = r_.class_stride[kLogits];
+    const T* x = x_ + first.logits;
+    enum Array { kM, kAtMax, kBelow, kLogD, kD, kInvD, kPMinusOne, kSumHi, kSumLo, kSumA, kTargetClass, kTargetA,
+                 kIgnored, kSpreadOffsets, kTargetLogit, kTargetWeight, kArrays };
+    const std::size_t room = (count + training::simd::kColumnArrayPadding - 1) /
+                             training::simd::kColumnArrayPadding * training::simd::kColumnArrayPadding;
+    // Every entry a lane reads is written below; the padding keeps whatever it held.
+    if (scratch.columns.size() < room * kArrays) scratch.columns.resize(room * kArrays);
+    const auto array = [&](Array a) { return scratch.columns.data() + static_cast<std::size_t>(a) * room; };
+    training::simd::cross_entropy_column_stats(x, xs, n, count, {array(kM), array(kAtMax), array(kBelow)});
+
+    const double keep = 1.0 - r_.smoothing;
+    const double spread = r_.smoothing / static_cast<double>(r_.classes);
+    const auto sample = [&](std::size_t j) {
+      const auto i = static_cast<std::int64_t>(j);
+      return Sample{first.logits + i * step[kLogits], first.target + i * step[kTarget], first.loss + i * step[kLoss],
+                    first.grad + i * step[kGrad], first.log_prob + i * step[kLogProb]};
+    };
+    // A lane whose gradient the kernel replaces (NaN or 0) and whose loss is NaN or 0.
+    const auto idle = [&](std::size_t j) {
+      for (Array a : {kD, kInvD, kPMinusOne, kSumHi, kSumLo, kSumA, kTargetA, kSpreadOffsets}) array(a)[j] = 0.0;
+      array(kTargetClass)[j] = -1.0;
+    };
+    for (std::size_t j = 0; j < count; ++j) {
+      const Sample s = sample(j);
+      const std::int64_t t = index_at(r_.target, r_.index_type, s.target);
+      const bool ignored = r_.ignore_index && t == *r_.ignore_index;
+      array(kIgnored)[j] = ignored ? 1.0 : 0.0;
+      Stats<double> stats;
+      stats.m = array(kM)[j];
+      array(kLogD)[j] = 0.0;
+      if (!std::isfinite(stats.m)) {  // the kernel's NaN log-probabilities and gradient (or 0: ignored)
+        idle(j);
+        continue;
+      }
+      stats.d.add(array(kAtMax)[j]);
+      stats.d.add(array(kBelow)[j]);
+      array(kLogD)[j] = std::log1p(stats.d.minus_one());
+      if (ignored) {
+        idle(j);
+        continue;
+      }
+      double target_weight = 0;
+      const SplitCoefficients split = coefficient_sum(s, t, target_weight);
+      const GradientTerms terms(stats, split.hi, split.lo);
+      array(kD)[j] = terms.d;
+      array(kInvD)[j] = terms.inv_d;
+      array(kPMinusOne)[j] = terms.p_minus_one;
+      array(kSumHi)[j] = terms.sum_hi;
+      array(kSumLo)[j] = terms.sum_lo;
+      array(kSumA)[j] = terms.sum_a;
+      array(kTargetClass)[j] = static_cast<double>(t);
+      array(kTargetA)[j] = keep * target_weight;
+      array(kTargetWeight)[j] = target_weight;
+      array(kTargetLogit)[j] = load(t, s);  // before a gradient in place overwrites it
+    }
+    if (grad_ != nullptr || log_prob_ != nullptr || spread != 0) {
+      training::simd::ColumnTerms terms;
+      terms.m = array(kM);
+      terms.log_d = array(kLogD);
+      terms.d = array(kD);
+      terms.inv_d = array(kInvD);
+      terms.p_minus_one = array(kPMinusOne);
+      terms.sum_hi = array(kSumHi);
+      terms.sum_lo = array(kSumLo);
+      terms.sum_a = array(kSumA);
+      terms.target = array(kTargetClass);
+      terms.target_coefficient = array(kTargetA);
+      terms.ignored = array(kIgnored);
+      terms.class_weight = spread != 0 ? class_weight_.data() : nullptr;
+      terms.spread = spread;
+      terms.scale = grad_scale_;
+      terms.spread_offsets = array(kSpreadOffsets);
+      training::simd::cross_entropy_columns(x, xs, grad_ != nullptr ? grad_ + first.grad : nullptr,
+                                            r_.class_stride[kGrad], log_prob_ != nullptr ? log_prob_ + first.log_prob : nullptr,
+                                            r_.class_stride[kLogProb], n, count, terms);
+    }
+    for (std::size_t j = 0; j < count; ++j) {
+      const double m = array(kM)[j];
+      if (array(kIgnored)[j] != 0) {
+        loss[j] = 0.0;
+      } else if (!std::isfinite(m)) {
+        loss[j] = kNaN;
+      } else {
+        // As finish_vectorised: the target's (1 - s) part apart from the smoothing's.
+        training::CompensatedSum<double> offsets;
+        offsets.add(array(kTargetWeight)[j] * keep * (m - array(kTargetLogit)[j]));
+        if (spread != 0) offsets.add(spread * array(kSpreadOffsets)[j]);
+        loss[j] = array(kSumA)[j] * array(kLogD)[j] + offsets.hi();
+      }
+    }
+  }
 
   // The row's loss (before reduction); writes its gradient and log-probabilities.
   double run(const Sample& s, Scratch& scratch) const {
@@ -499,7 +626,7 @@ class RowKernel {
   // or bf16. They compute the gradient in float lanes, so where S * p_c and a_c can
   // cancel (label smoothing) only f32 goes there, whose bar allows float precision
   // for it (docs/SEMANTICS.md); f16 and bf16 keep double.
-  static constexpr bool kSimd = std::is_same_v<T, float> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
+  static constexpr bool kSimd = kSimdTypes<T>;
   bool vectorised(double spread) const {
     if (!r_.index_targets || r_.class_stride[kLogits] != 1) return false;
     if (grad_ != nullptr && r_.class_stride[kGrad] != 1) return false;
@@ -742,7 +869,57 @@ class RowKernel {
   double grad_scale_;
   bool stored_exps_;   // run_with_stored_exps takes every row it can
   bool double_exps_;   // logit_stats sums double exps (cancels_in_double)
+  std::vector<double> class_weight_;  // every class's weight, for run_columns's smoothing
 };
+
+// Each sample's loss goes to the loss tensor (reduction none) or to row_loss.
+template <class T>
+void store_loss(const Request& r, std::int64_t row, std::int64_t offset, double loss, std::vector<double>& row_loss) {
+  if (r.reduction == Reduction::none) store_as(r.dtype, r.loss, offset, loss);
+  else row_loss[static_cast<std::size_t>(row)] = loss;
+}
+
+template <class T>
+void run_rows(const Request& r, const RowKernel<T>& kernel, std::vector<double>& row_loss) {
+  training::for_rows(r.fold.rows, r.threads, [&](std::int64_t begin, std::int64_t end) {
+    RowCursor at(r.fold, begin);
+    Scratch scratch;
+    for (std::int64_t row = begin; row < end; ++row, at.next()) {
+      Sample sample{at.offset(kLogits), at.offset(kTarget), at.offset(kLoss), at.offset(kGrad), at.offset(kLogProb)};
+      if (kernel.prefetches_next_row() && row + 1 < end) {
+        RowCursor after = at;
+        after.next();
+        sample.next_logits = after.offset(kLogits);
+      }
+      store_loss<T>(r, row, at.offset(kLoss), kernel.run(sample, scratch), row_loss);
+    }
+  });
+}
+
+// Request::columns: pieces of up to kColumnsPerPiece samples across the lanes.
+template <class T>
+void run_columns(const Request& r, const RowKernel<T>& kernel, std::vector<double>& row_loss) {
+  const std::int64_t pieces = (r.columns + kColumnsPerPiece - 1) / kColumnsPerPiece;
+  const std::int64_t groups = r.fold.rows / r.columns;
+  const auto inner = static_cast<std::size_t>(r.fold.rank - 1);
+  std::array<std::int64_t, training::kMaxViews> step{};
+  for (std::size_t v = 0; v < step.size(); ++v) step[v] = r.fold.strides[v][inner];
+  training::for_rows(groups * pieces, r.threads, [&](std::int64_t begin, std::int64_t end) {
+    Scratch scratch;
+    std::vector<double> losses(static_cast<std::size_t>(std::min(kColumnsPerPiece, r.columns)));
+    for (std::int64_t piece = begin; piece < end; ++piece) {
+      const std::int64_t row = piece / pieces * r.columns + piece % pieces * kColumnsPerPiece;
+      const std::int64_t count = std::min(kColumnsPerPiece, r.columns - piece % pieces * kColumnsPerPiece);
+      const RowCursor at(r.fold, row);
+      const Sample first{at.offset(kLogits), at.offset(kTarget), at.offset(kLoss), at.offset(kGrad),
+                         at.offset(kLogProb)};
+      kernel.run_columns(first, step, static_cast<std::size_t>(count), scratch, losses.data());
+      for (std::int64_t j = 0; j < count; ++j) {
+        store_loss<T>(r, row + j, first.loss + j * step[kLoss], losses[static_cast<std::size_t>(j)], row_loss);
+      }
+    }
+  });
+}
 
 template <class T>
 void run_typed(const Request& r) {
@@ -757,21 +934,11 @@ void run_typed(const Request& r) {
   // Per-sample losses for sum and mean, added in order afterwards: the result does
   // not depend on the thread count.
   std::vector<double> row_loss(r.reduction == Reduction::none ? 0 : static_cast<std::size_t>(rows));
-  training::for_rows(rows, r.threads, [&](std::int64_t begin, std::int64_t end) {
-    RowCursor at(r.fold, begin);
-    Scratch scratch;
-    for (std::int64_t row = begin; row < end; ++row, at.next()) {
-      Sample sample{at.offset(kLogits), at.offset(kTarget), at.offset(kLoss), at.offset(kGrad), at.offset(kLogProb)};
-      if (kernel.prefetches_next_row() && row + 1 < end) {
-        RowCursor after = at;
-        after.next();
-        sample.next_logits = after.offset(kLogits);
-      }
-      const double loss = kernel.run(sample, scratch);
-      if (r.reduction == Reduction::none) store_as(r.dtype, r.loss, at.offset(kLoss), loss);
-      else row_loss[static_cast<std::size_t>(row)] = loss;
-    }
-  });
+  if (r.columns > 0) {
+    if constexpr (kSimdTypes<T>) run_columns(r, kernel, row_loss);
+  } else {
+    run_rows(r, kernel, row_loss);
+  }
   if (r.reduction == Reduction::none) return;
   // Compensated, but plain IEEE for non-finite losses (ExactSum's correction would
   // turn an infinite loss into NaN).

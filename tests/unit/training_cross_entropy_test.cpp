@@ -576,6 +576,129 @@ TEST_F(CrossEntropy, VectorisedRowsOnEveryTargetMeetTheBar) {
   }
 }
 
+// Samples of (N, C, d1, ...) along the class axis 1 lie across the vector lanes
+// (training/simd/gradient_columns.hpp) for f32, f16 and bf16 with class-index targets:
+// every Highway target, class counts from 1 to 300, widths around every vector width
+// and above a thread's piece of 512, every option drawn, a column with a NaN logit,
+// one with +inf, one all -inf, one whose target's logit is -inf, and a masked class;
+// the gradient in place over the logits and on three threads gives the same bits.
+TEST_F(CrossEntropy, ColumnsOnEveryTargetMeetTheBar) {
+  constexpr std::int64_t kClasses[] = {1, 2, 5, 21, 300};
+  constexpr std::int64_t kWidths[] = {2, 3, 17, 33, 600};
+  constexpr Reduction kReductions[] = {Reduction::none, Reduction::sum, Reduction::mean};
+  int trial = 0;
+  for (std::int64_t target : simd_targets()) {
+    SCOPED_TRACE(hwy::TargetName(target));
+    with_target(target, [&] {
+      for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+        for (std::int64_t classes : kClasses) {
+          for (std::int64_t w : kWidths) {
+            ++trial;
+            Call c;
+            c.dtype = dtype;
+            c.shape = {2, classes, w};
+            c.axis = 1;
+            c.layout = trial % 3 == 0 ? Layout::misaligned : Layout::contiguous;
+            c.targets = trial % 2 ? Targets::i64 : Targets::i32;
+            c.weighted = trial % 4 < 2;
+            c.smoothing = trial % 5 < 2 ? 0.0 : 0.1;
+            c.reduction = kReductions[trial % 3];
+            if (trial % 7 < 3) c.ignore_index = trial % 2 ? -100 : 0;
+            c.want_grad = trial % 6 != 5;
+            c.want_log_prob = trial % 4 != 1;
+            c.threads = 1;
+            SCOPED_TRACE(c.describe() + " trial " + std::to_string(trial));
+            Prepared p = prepare(c, rng(), trial % 5 == 0 ? 40 : 3);
+            std::vector<std::int64_t>& t = p.reference_case.indices;
+            const std::int64_t plane = classes * w;
+            const auto logit = [&](std::int64_t n, std::int64_t k, std::int64_t j) { return n * plane + k * w + j; };
+            if (classes >= 5 && w >= 3) {
+              p.logits.set_at(logit(0, 2, 0), kNaN);
+              p.logits.set_at(logit(1, 1, w - 1), kInf);
+              for (std::int64_t k = 0; k < classes; ++k) p.logits.set_at(logit(1, k, 1), -kInf);
+              const std::int64_t tj = t[static_cast<std::size_t>(w + 2)];
+              if (!(c.ignore_index && tj == *c.ignore_index)) p.logits.set_at(logit(1, tj, 2), -kInf);
+              const std::int64_t masked = (t[0] + 1) % classes;
+              for (std::int64_t j = 3; j < w; ++j) {
+                if (t[static_cast<std::size_t>(j)] != masked) p.logits.set_at(logit(0, masked, j), -kInf);
+              }
+              p.reference_case.logits = values_of(p.logits);
+            }
+            Outputs out = make_outputs(c);
+            run(c, p, out);
+            check(c, p, out);
+            if (c.want_grad) {
+              TestTensor in_place = p.logits;
+              TestTensor loss = out.loss;
+              CrossEntropyOutputs extra;
+              extra.grad = in_place.mutable_view();
+              cross_entropy(in_place.view(), p.indices->view(), loss.mutable_view(), options_of(c, p), extra);
+              for (std::int64_t i = 0; i < in_place.numel(); ++i) {
+                const double a = static_cast<double>(in_place.at(i));
+                const double b = static_cast<double>(out.grad.at(i));
+                ASSERT_TRUE(a == b || (std::isnan(a) && std::isnan(b))) << i;
+              }
+              EXPECT_EQ(loss.bytes(), out.loss.bytes());
+            }
+            c.threads = 3;
+            Outputs threaded = make_outputs(c);
+            run(c, p, threaded);
+            expect_same_bytes(out, threaded);
+          }
+        }
+      }
+    });
+  }
+}
+
+// A sample across the lanes gives the same loss and gradient in every column: each
+// lane computes its own sample, in a block of vectors, a single vector or the tail,
+// in whichever thread's piece. Every column of [1, C, 611] holds the same logits and
+// target (reduction none, smoothing and weights on).
+TEST_F(CrossEntropy, ColumnsGiveTheSameBitsInEveryLane) {
+  constexpr std::int64_t kWidth = 611;
+  for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    for (std::int64_t classes : {3, 50}) {
+      Call c;
+      c.dtype = dtype;
+      c.shape = {1, classes, kWidth};
+      c.weighted = true;
+      c.smoothing = 0.1;
+      c.reduction = Reduction::none;
+      c.threads = 2;
+      Prepared p = prepare(c, rng());
+      const std::int64_t target_class = p.reference_case.indices[0];
+      for (std::int64_t k = 0; k < classes; ++k) {
+        const long double v = p.logits.at(k * kWidth);
+        for (std::int64_t j = 1; j < kWidth; ++j) p.logits.set_at(k * kWidth + j, v);
+      }
+      std::vector<std::int64_t> targets(kWidth, target_class);
+      const IndexTensor same_targets(IndexType::i64, {1, kWidth}, 1, targets);
+      SCOPED_TRACE(c.describe());
+      for (std::int64_t target : simd_targets()) {
+        SCOPED_TRACE(hwy::TargetName(target));
+        with_target(target, [&] {
+          Outputs out = make_outputs(c);
+          CrossEntropyOutputs extra;
+          extra.grad = out.grad.mutable_view();
+          extra.log_prob = out.log_prob.mutable_view();
+          cross_entropy(p.logits.view(), same_targets.view(), out.loss.mutable_view(), options_of(c, p), extra);
+          for (std::int64_t j = 1; j < kWidth; ++j) {
+            ASSERT_EQ(static_cast<double>(out.loss.at(j)), static_cast<double>(out.loss.at(0))) << "column " << j;
+            for (std::int64_t k = 0; k < classes; ++k) {
+              ASSERT_EQ(static_cast<double>(out.grad.at(k * kWidth + j)), static_cast<double>(out.grad.at(k * kWidth)))
+                  << "class " << k << ", column " << j;
+              ASSERT_EQ(static_cast<double>(out.log_prob.at(k * kWidth + j)),
+                        static_cast<double>(out.log_prob.at(k * kWidth)))
+                  << "class " << k << ", column " << j;
+            }
+          }
+        });
+      }
+    }
+  }
+}
+
 // Confident rows: the target at the max, every other logit 95 to 96 below it, so that
 // each exp lies below float's normal range and the loss, log(1 + their sum), is their
 // sum, itself near FLT_MIN: the pass with a gradient must sum those terms to the bar,
@@ -603,6 +726,44 @@ TEST_F(CrossEntropy, ConfidentRowsKeepTheirTinyLoss) {
         Outputs out = make_outputs(c);
         run(c, p, out);
         check(c, p, out);
+      }
+    });
+  }
+}
+
+// Confident samples across the lanes: the target at the max, every other logit 10 to
+// 20 (or 95 to 96) below it: the loss, about d - 1, and the target's gradient, S * (p
+// - 1), must keep their precision (d - 1 from the terms below the max, the gradient
+// in its exact form).
+TEST_F(CrossEntropy, ConfidentColumnsKeepTheirTinyLoss) {
+  constexpr std::int64_t kWidth = 37;
+  for (std::int64_t target : simd_targets()) {
+    SCOPED_TRACE(hwy::TargetName(target));
+    with_target(target, [&] {
+      for (DType dtype : {DType::f32, DType::bf16}) {
+        for (std::int64_t classes : {5, 300}) {
+          for (double gap : {10.0, 95.0}) {
+            Call c;
+            c.dtype = dtype;
+            c.shape = {2, classes, kWidth};
+            c.reduction = Reduction::none;
+            SCOPED_TRACE(c.describe() + " gap " + std::to_string(gap));
+            Prepared p = prepare(c, rng(), 3);
+            std::uniform_real_distribution<double> below(-gap - (gap < 50 ? 10 : 1), -gap);
+            for (std::int64_t n = 0; n < 2; ++n) {
+              for (std::int64_t j = 0; j < kWidth; ++j) {
+                const std::int64_t t = p.reference_case.indices[static_cast<std::size_t>(n * kWidth + j)];
+                for (std::int64_t k = 0; k < classes; ++k) {
+                  p.logits.set_at((n * classes + k) * kWidth + j, k == t ? 2.0 : 2.0 + below(rng()));
+                }
+              }
+            }
+            p.reference_case.logits = values_of(p.logits);
+            Outputs out = make_outputs(c);
+            run(c, p, out);
+            check(c, p, out);
+          }
+        }
       }
     });
   }

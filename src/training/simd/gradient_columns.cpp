@@ -180,46 +180,187 @@ HWY_INLINE void LogSoftmaxBackwardBlock(const T* ly, const T* dy, T* dx, const C
   }
 }
 
-// Runs Block over `columns` columns: kVectors whole vectors at a time, then whole
-// vectors one by one, then the last part of a vector.
-template <template <std::size_t, bool, class> class Block, class T>
-HWY_INLINE void Columns(const T* y, const T* dy, T* dx, const ColumnStrides& s, std::size_t n, std::size_t columns,
-                        double inv_t) {
+// A block's shape: K double vectors of columns, or with kTail one vector's first lanes.
+template <std::size_t K, bool kTail>
+struct BlockShape {
+  static constexpr std::size_t kVectors = K;
+  static constexpr bool kPartial = kTail;
+};
+
+// Calls block(BlockShape, j, count, fetch_next) over `columns` columns: kWide whole
+// vectors at a time (fetch_next where another such block follows), then whole vectors
+// one by one, then the count (< Lanes) columns left.
+template <std::size_t kWide, class Block>
+HWY_INLINE void ForColumnBlocks(std::size_t columns, Block&& block) {
   const std::size_t N = hn::Lanes(DD());
-  const std::size_t block = kVectors * N;
+  const std::size_t wide = kWide * N;
   std::size_t j = 0;
-  for (; j + block <= columns; j += block) {
-    Block<kVectors, false, T>::Run(y + j, dy + j, dx + j, s, n, N, inv_t, j + 2 * block <= columns);
+  for (; j + wide <= columns; j += wide) block(BlockShape<kWide, false>(), j, N, j + 2 * wide <= columns);
+  for (; j + N <= columns; j += N) block(BlockShape<1, false>(), j, N, false);
+  if (j < columns) block(BlockShape<1, true>(), j, columns - j, false);
+}
+
+template <class T>
+HWY_INLINE void SoftmaxBackwardColumnsT(const T* y, const T* dy, T* dx, const ColumnStrides& s, std::size_t n,
+                                        std::size_t columns, double inv_t) {
+  ForColumnBlocks<kVectors>(columns, [&](auto shape, std::size_t j, std::size_t count, bool fetch_next) HWY_ATTR {
+    using Shape = decltype(shape);
+    SoftmaxBackwardBlock<Shape::kVectors, Shape::kPartial>(y + j, dy + j, dx + j, s, n, count, inv_t, fetch_next);
+  });
+}
+
+template <class T>
+HWY_INLINE void LogSoftmaxBackwardColumnsT(const T* ly, const T* dy, T* dx, const ColumnStrides& s, std::size_t n,
+                                           std::size_t columns, double inv_t) {
+  ForColumnBlocks<kVectors>(columns, [&](auto shape, std::size_t j, std::size_t count, bool fetch_next) HWY_ATTR {
+    using Shape = decltype(shape);
+    LogSoftmaxBackwardBlock<Shape::kVectors, Shape::kPartial>(ly + j, dy + j, dx + j, s, n, count, inv_t,
+                                                              fetch_next);
+  });
+}
+
+// Cross-entropy's blocks take two vectors: the write pass holds about ten per-column
+// vectors each.
+inline constexpr std::size_t kCrossEntropyVectors = 2;
+
+template <std::size_t K, bool kTail, class T>
+HWY_INLINE void ColumnStatsBlock(const T* x, std::ptrdiff_t stride, std::size_t n, std::size_t count,
+                                 const ColumnStats& out, std::size_t j) {
+  const DD d;
+  const std::size_t N = hn::Lanes(d);
+  VD m[K];
+  VD nan[K];  // all ones where a NaN was seen (a mask kept as a vector)
+  for (std::size_t k = 0; k < K; ++k) {
+    m[k] = hn::Set(d, -HUGE_VAL);
+    nan[k] = hn::Zero(d);
   }
-  for (; j + N <= columns; j += N) Block<1, false, T>::Run(y + j, dy + j, dx + j, s, n, N, inv_t, false);
-  if (j < columns) Block<1, true, T>::Run(y + j, dy + j, dx + j, s, n, columns - j, inv_t, false);
+  for (std::size_t c = 0; c < n; ++c) {
+    const T* xc = x + static_cast<std::ptrdiff_t>(c) * stride;
+    for (std::size_t k = 0; k < K; ++k) {
+      const VD v = LoadLanes<kTail>(d, xc + k * N, count);
+      m[k] = hn::Max(m[k], v);
+      nan[k] = hn::Or(nan[k], hn::VecFromMask(d, hn::IsNaN(v)));
+    }
+  }
+  for (std::size_t k = 0; k < K; ++k) m[k] = hn::IfThenElse(hn::MaskFromVec(nan[k]), hn::Set(d, NAN), m[k]);
+  VD at_max[K];
+  LaneSum below[K];
+  for (std::size_t k = 0; k < K; ++k) at_max[k] = hn::Zero(d);
+  const VD one = hn::Set(d, 1.0);
+  SumDownTheAxis(below, n, [&](std::size_t c) HWY_ATTR {
+    const T* xc = x + static_cast<std::ptrdiff_t>(c) * stride;
+    for (std::size_t k = 0; k < K; ++k) {
+      const VD v = LoadLanes<kTail>(d, xc + k * N, count);
+      const auto is_max = hn::Eq(v, m[k]);
+      at_max[k] = hn::Add(at_max[k], hn::IfThenElseZero(is_max, one));
+      below[k].plain = hn::Add(below[k].plain, hn::IfThenZeroElse(is_max, cs::ExpF64Flush(d, hn::Sub(v, m[k]), hn::Zero(d))));
+    }
+  });
+  // The arrays have room for whole vectors (gradient_columns.hpp).
+  for (std::size_t k = 0; k < K; ++k) {
+    hn::StoreU(m[k], d, out.m + j + k * N);
+    hn::StoreU(at_max[k], d, out.at_max + j + k * N);
+    hn::StoreU(below[k].Hi(), d, out.below + j + k * N);
+  }
+}
+
+template <class T>
+HWY_INLINE void ColumnStatsT(const T* x, std::ptrdiff_t stride, std::size_t n, std::size_t columns,
+                             const ColumnStats& out) {
+  ForColumnBlocks<kCrossEntropyVectors>(columns, [&](auto shape, std::size_t j, std::size_t count, bool) HWY_ATTR {
+    using Shape = decltype(shape);
+    ColumnStatsBlock<Shape::kVectors, Shape::kPartial>(x + j, stride, n, count, out, j);
+  });
 }
 
 template <std::size_t K, bool kTail, class T>
-struct SoftmaxBlock {
-  static HWY_INLINE void Run(const T* y, const T* dy, T* dx, const ColumnStrides& s, std::size_t n, std::size_t count,
-                             double inv_t, bool fetch_next) {
-    SoftmaxBackwardBlock<K, kTail>(y, dy, dx, s, n, count, inv_t, fetch_next);
+HWY_INLINE void CrossEntropyColumnsBlock(const T* x, std::ptrdiff_t xs, T* grad, std::ptrdiff_t gs, T* log_prob,
+                                         std::ptrdiff_t ls, std::size_t n, std::size_t count, const ColumnTerms& t,
+                                         std::size_t j) {
+  const DD d;
+  const std::size_t N = hn::Lanes(d);
+  VD m[K], inv_d[K], sum_a[K], target[K], target_a[K], log_d[K], nan_lanes[K], zero_lanes[K], near_one[K];
+  for (std::size_t k = 0; k < K; ++k) {
+    const std::size_t at = j + k * N;
+    m[k] = hn::LoadU(d, t.m + at);
+    inv_d[k] = hn::LoadU(d, t.inv_d + at);
+    sum_a[k] = hn::LoadU(d, t.sum_a + at);
+    target[k] = hn::LoadU(d, t.target + at);
+    target_a[k] = hn::LoadU(d, t.target_coefficient + at);
+    log_d[k] = hn::LoadU(d, t.log_d + at);
+    nan_lanes[k] = hn::VecFromMask(d, hn::Not(hn::IsFinite(m[k])));
+    zero_lanes[k] = hn::VecFromMask(d, hn::Ne(hn::LoadU(d, t.ignored + at), hn::Zero(d)));
+    // d < 2: the max's p is above 1/2, and S * p - a takes its exact form there.
+    near_one[k] = hn::VecFromMask(d, hn::Lt(hn::LoadU(d, t.d + at), hn::Set(d, 2.0)));
   }
-};
+  const VD scale = hn::Set(d, t.scale);
+  const VD nan = hn::Set(d, NAN);
+  LaneSum offsets[K];
+  const auto gradient = [&](std::size_t k, VD v, VD z, VD a) HWY_ATTR {
+    const VD p = hn::Mul(cs::ExpF64Flush(d, z, hn::Zero(d)), inv_d[k]);
+    VD g = hn::MulSub(sum_a[k], p, a);
+    const auto exact = hn::And(hn::Eq(v, m[k]), hn::MaskFromVec(near_one[k]));
+    if (HWY_UNLIKELY(!hn::AllFalse(d, exact))) {
+      const std::size_t at = j + k * N;
+      const VD rest = hn::Add(hn::Sub(hn::LoadU(d, t.sum_hi + at), a), hn::LoadU(d, t.sum_lo + at));
+      g = hn::IfThenElse(exact, hn::MulAdd(sum_a[k], hn::LoadU(d, t.p_minus_one + at), rest), g);
+    }
+    g = hn::IfThenElse(hn::MaskFromVec(nan_lanes[k]), nan, hn::Mul(g, scale));
+    return hn::IfThenZeroElse(hn::MaskFromVec(zero_lanes[k]), g);
+  };
+  SumDownTheAxis(offsets, n, [&](std::size_t c) HWY_ATTR {
+    const T* xc = x + static_cast<std::ptrdiff_t>(c) * xs;
+    const VD class_index = hn::Set(d, static_cast<double>(c));
+    const VD spread_a = hn::Set(d, t.class_weight != nullptr ? t.spread * t.class_weight[c] : 0.0);
+    for (std::size_t k = 0; k < K; ++k) {
+      const VD v = LoadLanes<kTail>(d, xc + k * N, count);
+      const VD z = hn::Sub(v, m[k]);
+      if (t.class_weight != nullptr) {
+        offsets[k].plain = hn::MulAdd(hn::Set(d, t.class_weight[c]), hn::Neg(z), offsets[k].plain);
+      }
+      if (grad != nullptr) {
+        const VD a = hn::Add(spread_a, hn::IfThenElseZero(hn::Eq(target[k], class_index), target_a[k]));
+        StoreLanes<kTail>(gradient(k, v, z, a), grad + static_cast<std::ptrdiff_t>(c) * gs + k * N, count);
+      }
+      if (log_prob != nullptr) {
+        const VD lp = hn::IfThenElse(hn::MaskFromVec(nan_lanes[k]), nan, hn::Sub(z, log_d[k]));
+        StoreLanes<kTail>(lp, log_prob + static_cast<std::ptrdiff_t>(c) * ls + k * N, count);
+      }
+    }
+  });
+  if (t.class_weight != nullptr) {
+    for (std::size_t k = 0; k < K; ++k) hn::StoreU(offsets[k].Hi(), d, t.spread_offsets + j + k * N);
+  }
+}
 
-template <std::size_t K, bool kTail, class T>
-struct LogSoftmaxBlock {
-  static HWY_INLINE void Run(const T* ly, const T* dy, T* dx, const ColumnStrides& s, std::size_t n,
-                             std::size_t count, double inv_t, bool fetch_next) {
-    LogSoftmaxBackwardBlock<K, kTail>(ly, dy, dx, s, n, count, inv_t, fetch_next);
-  }
-};
+template <class T>
+HWY_INLINE void CrossEntropyColumnsT(const T* x, std::ptrdiff_t xs, T* grad, std::ptrdiff_t gs, T* log_prob,
+                                     std::ptrdiff_t ls, std::size_t n, std::size_t columns, const ColumnTerms& t) {
+  ForColumnBlocks<kCrossEntropyVectors>(columns, [&](auto shape, std::size_t j, std::size_t count, bool) HWY_ATTR {
+    using Shape = decltype(shape);
+    CrossEntropyColumnsBlock<Shape::kVectors, Shape::kPartial>(
+        x + j, xs, grad != nullptr ? grad + j : nullptr, gs, log_prob != nullptr ? log_prob + j : nullptr, ls, n,
+        count, t, j);
+  });
+}
 
 // Plain names per storage type, for HWY_EXPORT.
 #define SMAX_COLUMN_KERNELS(Suffix, T)                                                                           \
   void SoftmaxBackwardColumns##Suffix(const T* y, const T* dy, T* dx, ColumnStrides s, std::size_t n,            \
                                       std::size_t columns, double inv_t) {                                       \
-    Columns<SoftmaxBlock>(y, dy, dx, s, n, columns, inv_t);                                                      \
+    SoftmaxBackwardColumnsT(y, dy, dx, s, n, columns, inv_t);                                                      \
   }                                                                                                              \
   void LogSoftmaxBackwardColumns##Suffix(const T* ly, const T* dy, T* dx, ColumnStrides s, std::size_t n,        \
                                          std::size_t columns, double inv_t) {                                    \
-    Columns<LogSoftmaxBlock>(ly, dy, dx, s, n, columns, inv_t);                                                  \
+    LogSoftmaxBackwardColumnsT(ly, dy, dx, s, n, columns, inv_t);                                                  \
+  }                                                                                                              \
+  void ColumnStats##Suffix(const T* x, std::ptrdiff_t stride, std::size_t n, std::size_t columns,               \
+                           ColumnStats out) {                                                                    \
+    ColumnStatsT(x, stride, n, columns, out);                                                                    \
+  }                                                                                                              \
+  void CrossEntropyColumns##Suffix(const T* x, std::ptrdiff_t xs, T* grad, std::ptrdiff_t gs, T* log_prob,       \
+                                   std::ptrdiff_t ls, std::size_t n, std::size_t columns, const ColumnTerms& t) { \
+    CrossEntropyColumnsT(x, xs, grad, gs, log_prob, ls, n, columns, t);                                          \
   }
 
 SMAX_COLUMN_KERNELS(F32, float)
@@ -243,6 +384,18 @@ namespace smax::training::simd {
   void log_softmax_backward_columns(const T* log_y, const T* dy, T* dx, ColumnStrides strides, std::size_t n,  \
                                     std::size_t columns, double inv_t) {                                       \
     HWY_DYNAMIC_DISPATCH(LogSoftmaxBackwardColumns##Suffix)(log_y, dy, dx, strides, n, columns, inv_t);        \
+  }                                                                                                            \
+  HWY_EXPORT(ColumnStats##Suffix);                                                                             \
+  HWY_EXPORT(CrossEntropyColumns##Suffix);                                                                     \
+  void cross_entropy_column_stats(const T* x, std::ptrdiff_t stride, std::size_t n, std::size_t columns,       \
+                                  ColumnStats out) {                                                           \
+    HWY_DYNAMIC_DISPATCH(ColumnStats##Suffix)(x, stride, n, columns, out);                                     \
+  }                                                                                                            \
+  void cross_entropy_columns(const T* x, std::ptrdiff_t x_stride, T* grad, std::ptrdiff_t grad_stride,         \
+                             T* log_prob, std::ptrdiff_t log_prob_stride, std::size_t n, std::size_t columns,  \
+                             const ColumnTerms& terms) {                                                       \
+    HWY_DYNAMIC_DISPATCH(CrossEntropyColumns##Suffix)(x, x_stride, grad, grad_stride, log_prob,                \
+                                                      log_prob_stride, n, columns, terms);                     \
   }
 
 SMAX_EXPORT_COLUMN_KERNELS(F32, float)
