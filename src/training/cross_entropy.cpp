@@ -368,12 +368,19 @@ struct Scratch {
   AlignedFloats exps;
   std::vector<float> block_max;
   std::vector<double> wide;  // a block of 16-bit logits widened (logit_stats)
-  std::vector<double> columns;  // RowKernel::run_columns's per-column arrays
+  std::vector<double> columns;      // RowKernel::run_columns's per-column arrays
+  std::vector<double> column_exps;  // and its exps (columns_per_piece)
 };
 
-// Threads share samples across the lanes in pieces of at most this many columns (any
-// split gives the same bits: each lane is its own sample).
-constexpr std::int64_t kColumnsPerPiece = 512;
+// Threads share samples across the lanes in pieces of columns (any split gives the
+// same bits: each lane is its own sample): at most 512, and few enough that the
+// piece's exps, kept from the (max, sum) pass for the write pass, take at most
+// kColumnExpsBytes (in L2 beside the piece's logits).
+constexpr std::int64_t kColumnExpsBytes = 256 * 1024;
+std::int64_t columns_per_piece(std::int64_t classes) {
+  const std::int64_t fit = kColumnExpsBytes / (static_cast<std::int64_t>(sizeof(double)) * classes);
+  return std::clamp<std::int64_t>(fit / 32 * 32, 32, 512);
+}
 
 // The storage types of the vectorised kernels (training/simd/).
 template <class T>
@@ -415,7 +422,14 @@ class RowKernel {
     // Every entry a lane reads is written below; the padding keeps whatever it held.
     if (scratch.columns.size() < room * kArrays) scratch.columns.resize(room * kArrays);
     const auto array = [&](Array a) { return scratch.columns.data() + static_cast<std::size_t>(a) * room; };
-    training::simd::cross_entropy_column_stats(x, xs, n, count, {array(kM), array(kAtMax), array(kBelow)});
+    const bool write_pass = grad_ != nullptr || log_prob_ != nullptr || r_.smoothing != 0;
+    double* exps = nullptr;
+    if (grad_ != nullptr) {
+      if (scratch.column_exps.size() < n * room) scratch.column_exps.resize(n * room);
+      exps = scratch.column_exps.data();
+    }
+    training::simd::cross_entropy_column_stats(x, xs, n, count,
+                                               {array(kM), array(kAtMax), array(kBelow), exps, room});
 
     const double keep = 1.0 - r_.smoothing;
     const double spread = r_.smoothing / static_cast<double>(r_.classes);
@@ -462,8 +476,10 @@ class RowKernel {
       array(kTargetWeight)[j] = target_weight;
       array(kTargetLogit)[j] = load(t, s);  // before a gradient in place overwrites it
     }
-    if (grad_ != nullptr || log_prob_ != nullptr || spread != 0) {
+    if (write_pass) {
       training::simd::ColumnTerms terms;
+      terms.exps = exps;
+      terms.exps_stride = room;
       terms.m = array(kM);
       terms.log_d = array(kLogD);
       terms.d = array(kD);
@@ -896,20 +912,21 @@ void run_rows(const Request& r, const RowKernel<T>& kernel, std::vector<double>&
   });
 }
 
-// Request::columns: pieces of up to kColumnsPerPiece samples across the lanes.
+// Request::columns: pieces of columns_per_piece samples across the lanes.
 template <class T>
 void run_columns(const Request& r, const RowKernel<T>& kernel, std::vector<double>& row_loss) {
-  const std::int64_t pieces = (r.columns + kColumnsPerPiece - 1) / kColumnsPerPiece;
+  const std::int64_t width = columns_per_piece(r.classes);
+  const std::int64_t pieces = (r.columns + width - 1) / width;
   const std::int64_t groups = r.fold.rows / r.columns;
   const auto inner = static_cast<std::size_t>(r.fold.rank - 1);
   std::array<std::int64_t, training::kMaxViews> step{};
   for (std::size_t v = 0; v < step.size(); ++v) step[v] = r.fold.strides[v][inner];
   training::for_rows(groups * pieces, r.threads, [&](std::int64_t begin, std::int64_t end) {
     Scratch scratch;
-    std::vector<double> losses(static_cast<std::size_t>(std::min(kColumnsPerPiece, r.columns)));
+    std::vector<double> losses(static_cast<std::size_t>(std::min(width, r.columns)));
     for (std::int64_t piece = begin; piece < end; ++piece) {
-      const std::int64_t row = piece / pieces * r.columns + piece % pieces * kColumnsPerPiece;
-      const std::int64_t count = std::min(kColumnsPerPiece, r.columns - piece % pieces * kColumnsPerPiece);
+      const std::int64_t row = piece / pieces * r.columns + piece % pieces * width;
+      const std::int64_t count = std::min(width, r.columns - piece % pieces * width);
       const RowCursor at(r.fold, row);
       const Sample first{at.offset(kLogits), at.offset(kTarget), at.offset(kLoss), at.offset(kGrad),
                          at.offset(kLogProb)};

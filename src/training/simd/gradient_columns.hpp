@@ -45,10 +45,14 @@ void log_softmax_backward_columns(const bfloat16* log_y, const bfloat16* dy, bfl
 // (NaN where any logit is NaN), and where m[j] is finite, d = at_max[j] + below[j]:
 // how many logits equal the max, and the sum of exp(x - m) over the others, in double
 // (compensated as the sums above), so that d - 1 stays exact for a dominant class.
+// With `exps`, each exp(x - m) is also stored, at exps[c * exps_stride + j], for the
+// write pass (ColumnTerms::exps), which then computes none.
 struct ColumnStats {
   double* m;
   double* at_max;
   double* below;
+  double* exps = nullptr;
+  std::size_t exps_stride = 0;
 };
 void cross_entropy_column_stats(const float* x, std::ptrdiff_t stride, std::size_t n, std::size_t columns,
                                 ColumnStats out);
@@ -81,6 +85,8 @@ struct ColumnTerms {
   double spread = 0;                 // smoothing / classes
   double scale = 1;                  // the reduction's factor of the gradient
   double* spread_offsets;            // out, where spread != 0: sum_c w_c * (m - x_c) per column
+  const double* exps = nullptr;      // ColumnStats::exps, or null: computed again
+  std::size_t exps_stride = 0;
 };
 
 // Writes grad (null: none) and log_prob (null: none), each along the axis at its
