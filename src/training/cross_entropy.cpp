@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <hwy/aligned_allocator.h>
@@ -415,104 +416,51 @@ class RowKernel {
     const auto n = static_cast<std::size_t>(r_.classes);
     const std::ptrdiff_t xs = r_.class_stride[kLogits];
     const T* x = x_ + first.logits;
-    enum Array { kM, kAtMax, kBelow, kLogD, kD, kInvD, kPMinusOne, kSumHi, kSumLo, kSumA, kTargetClass, kTargetA,
-                 kIgnored, kSpreadOffsets, kTargetLogit, kTargetWeight, kArrays };
+    constexpr std::size_t kArrays = 17;  // the per-column arrays below
     const std::size_t room = (count + training::simd::kColumnArrayPadding - 1) /
                              training::simd::kColumnArrayPadding * training::simd::kColumnArrayPadding;
-    // Every entry a lane reads is written below; the padding keeps whatever it held.
+    // Every entry a lane reads is written first; the padding keeps whatever it held.
     if (scratch.columns.size() < room * kArrays) scratch.columns.resize(room * kArrays);
-    const auto array = [&](Array a) { return scratch.columns.data() + static_cast<std::size_t>(a) * room; };
-    const bool write_pass = grad_ != nullptr || log_prob_ != nullptr || r_.smoothing != 0;
-    double* exps = nullptr;
+    double* next_array = scratch.columns.data();
+    const auto array = [&] { return std::exchange(next_array, next_array + room); };
+    training::simd::CrossEntropyColumns p;
+    for (double** a : {&p.m, &p.at_max, &p.below, &p.target, &p.target_weight, &p.target_logit, &p.ignored, &p.log_d,
+                       &p.d, &p.inv_d, &p.p_minus_one, &p.sum_hi, &p.sum_lo, &p.sum_a, &p.target_coefficient,
+                       &p.spread_offsets, &p.loss}) {
+      *a = array();
+    }
     if (grad_ != nullptr) {
       if (scratch.column_exps.size() < n * room) scratch.column_exps.resize(n * room);
-      exps = scratch.column_exps.data();
+      p.exps = scratch.column_exps.data();
+      p.exps_stride = room;
     }
-    training::simd::cross_entropy_column_stats(x, xs, n, count,
-                                               {array(kM), array(kAtMax), array(kBelow), exps, room});
+    p.keep = 1.0 - r_.smoothing;
+    p.spread = r_.smoothing / static_cast<double>(r_.classes);
+    p.spread_weight_sum = p.spread * weight_sum_;
+    p.class_weight = p.spread != 0 ? class_weight_.data() : nullptr;
+    p.scale = grad_scale_;
 
-    const double keep = 1.0 - r_.smoothing;
-    const double spread = r_.smoothing / static_cast<double>(r_.classes);
-    const auto sample = [&](std::size_t j) {
+    training::simd::cross_entropy_column_stats(x, xs, n, count, p);
+    for (std::size_t j = 0; j < count; ++j) {
       const auto i = static_cast<std::int64_t>(j);
-      return Sample{first.logits + i * step[kLogits], first.target + i * step[kTarget], first.loss + i * step[kLoss],
-                    first.grad + i * step[kGrad], first.log_prob + i * step[kLogProb]};
-    };
-    // A lane whose gradient the kernel replaces (NaN or 0) and whose loss is NaN or 0.
-    const auto idle = [&](std::size_t j) {
-      for (Array a : {kD, kInvD, kPMinusOne, kSumHi, kSumLo, kSumA, kTargetA, kSpreadOffsets}) array(a)[j] = 0.0;
-      array(kTargetClass)[j] = -1.0;
-    };
-    for (std::size_t j = 0; j < count; ++j) {
-      const Sample s = sample(j);
-      const std::int64_t t = index_at(r_.target, r_.index_type, s.target);
-      const bool ignored = r_.ignore_index && t == *r_.ignore_index;
-      array(kIgnored)[j] = ignored ? 1.0 : 0.0;
-      Stats<double> stats;
-      stats.m = array(kM)[j];
-      array(kLogD)[j] = 0.0;
-      if (!std::isfinite(stats.m)) {  // the kernel's NaN log-probabilities and gradient (or 0: ignored)
-        idle(j);
-        continue;
-      }
-      stats.d.add(array(kAtMax)[j]);
-      stats.d.add(array(kBelow)[j]);
-      array(kLogD)[j] = std::log1p(stats.d.minus_one());
-      if (ignored) {
-        idle(j);
-        continue;
-      }
-      double target_weight = 0;
-      const SplitCoefficients split = coefficient_sum(s, t, target_weight);
-      const GradientTerms terms(stats, split.hi, split.lo);
-      array(kD)[j] = terms.d;
-      array(kInvD)[j] = terms.inv_d;
-      array(kPMinusOne)[j] = terms.p_minus_one;
-      array(kSumHi)[j] = terms.sum_hi;
-      array(kSumLo)[j] = terms.sum_lo;
-      array(kSumA)[j] = terms.sum_a;
-      array(kTargetClass)[j] = static_cast<double>(t);
-      array(kTargetA)[j] = keep * target_weight;
-      array(kTargetWeight)[j] = target_weight;
-      array(kTargetLogit)[j] = load(t, s);  // before a gradient in place overwrites it
+      const std::int64_t t = index_at(r_.target, r_.index_type, first.target + i * step[kTarget]);
+      const bool ignored = (r_.ignore_index && t == *r_.ignore_index) || !std::isfinite(p.m[j]);
+      p.ignored[j] = r_.ignore_index && t == *r_.ignore_index ? 1.0 : 0.0;
+      // Ignored targets and non-finite maxes read no logit (the kernels replace the lanes).
+      p.target[j] = ignored ? -1.0 : static_cast<double>(t);
+      p.target_weight[j] = ignored ? 0.0 : weight_of(r_, t);
+      // Before a gradient in place overwrites it.
+      p.target_logit[j] = ignored ? 0.0 : cpu::Element<T>::template load<double>(x[t * xs + i]);
     }
-    if (write_pass) {
-      training::simd::ColumnTerms terms;
-      terms.exps = exps;
-      terms.exps_stride = room;
-      terms.m = array(kM);
-      terms.log_d = array(kLogD);
-      terms.d = array(kD);
-      terms.inv_d = array(kInvD);
-      terms.p_minus_one = array(kPMinusOne);
-      terms.sum_hi = array(kSumHi);
-      terms.sum_lo = array(kSumLo);
-      terms.sum_a = array(kSumA);
-      terms.target = array(kTargetClass);
-      terms.target_coefficient = array(kTargetA);
-      terms.ignored = array(kIgnored);
-      terms.class_weight = spread != 0 ? class_weight_.data() : nullptr;
-      terms.spread = spread;
-      terms.scale = grad_scale_;
-      terms.spread_offsets = array(kSpreadOffsets);
+    training::simd::cross_entropy_column_terms(count, p);
+    if (grad_ != nullptr || log_prob_ != nullptr || p.spread != 0) {
       training::simd::cross_entropy_columns(x, xs, grad_ != nullptr ? grad_ + first.grad : nullptr,
-                                            r_.class_stride[kGrad], log_prob_ != nullptr ? log_prob_ + first.log_prob : nullptr,
-                                            r_.class_stride[kLogProb], n, count, terms);
+                                            r_.class_stride[kGrad],
+                                            log_prob_ != nullptr ? log_prob_ + first.log_prob : nullptr,
+                                            r_.class_stride[kLogProb], n, count, p);
     }
-    for (std::size_t j = 0; j < count; ++j) {
-      const double m = array(kM)[j];
-      if (array(kIgnored)[j] != 0) {
-        loss[j] = 0.0;
-      } else if (!std::isfinite(m)) {
-        loss[j] = kNaN;
-      } else {
-        // As finish_vectorised: the target's (1 - s) part apart from the smoothing's.
-        training::CompensatedSum<double> offsets;
-        offsets.add(array(kTargetWeight)[j] * keep * (m - array(kTargetLogit)[j]));
-        if (spread != 0) offsets.add(spread * array(kSpreadOffsets)[j]);
-        loss[j] = array(kSumA)[j] * array(kLogD)[j] + offsets.hi();
-      }
-    }
+    training::simd::cross_entropy_column_losses(count, p);
+    std::copy_n(p.loss, count, loss);
   }
 
   // The row's loss (before reduction); writes its gradient and log-probabilities.

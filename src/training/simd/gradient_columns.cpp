@@ -20,6 +20,7 @@
 #include <hwy/highway.h>
 
 #include "cpu/simd/exp_f64-inl.h"
+#include "hwy/contrib/math/math-inl.h"
 #include "training/simd/wide-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -230,7 +231,7 @@ inline constexpr std::size_t kCrossEntropyVectors = 2;
 
 template <std::size_t K, bool kTail, class T>
 HWY_INLINE void ColumnStatsBlock(const T* x, std::ptrdiff_t stride, std::size_t n, std::size_t count,
-                                 const ColumnStats& out, std::size_t j) {
+                                 const CrossEntropyColumns& out, std::size_t j) {
   const DD d;
   const std::size_t N = hn::Lanes(d);
   VD m[K];
@@ -273,7 +274,7 @@ HWY_INLINE void ColumnStatsBlock(const T* x, std::ptrdiff_t stride, std::size_t 
 
 template <class T>
 HWY_INLINE void ColumnStatsT(const T* x, std::ptrdiff_t stride, std::size_t n, std::size_t columns,
-                             const ColumnStats& out) {
+                             const CrossEntropyColumns& out) {
   ForColumnBlocks<kCrossEntropyVectors>(columns, [&](auto shape, std::size_t j, std::size_t count, bool) HWY_ATTR {
     using Shape = decltype(shape);
     ColumnStatsBlock<Shape::kVectors, Shape::kPartial>(x + j, stride, n, count, out, j);
@@ -282,7 +283,7 @@ HWY_INLINE void ColumnStatsT(const T* x, std::ptrdiff_t stride, std::size_t n, s
 
 template <std::size_t K, bool kTail, class T>
 HWY_INLINE void CrossEntropyColumnsBlock(const T* x, std::ptrdiff_t xs, T* grad, std::ptrdiff_t gs, T* log_prob,
-                                         std::ptrdiff_t ls, std::size_t n, std::size_t count, const ColumnTerms& t,
+                                         std::ptrdiff_t ls, std::size_t n, std::size_t count, const CrossEntropyColumns& t,
                                          std::size_t j) {
   const DD d;
   const std::size_t N = hn::Lanes(d);
@@ -344,13 +345,82 @@ HWY_INLINE void CrossEntropyColumnsBlock(const T* x, std::ptrdiff_t xs, T* grad,
 
 template <class T>
 HWY_INLINE void CrossEntropyColumnsT(const T* x, std::ptrdiff_t xs, T* grad, std::ptrdiff_t gs, T* log_prob,
-                                     std::ptrdiff_t ls, std::size_t n, std::size_t columns, const ColumnTerms& t) {
+                                     std::ptrdiff_t ls, std::size_t n, std::size_t columns, const CrossEntropyColumns& t) {
   ForColumnBlocks<kCrossEntropyVectors>(columns, [&](auto shape, std::size_t j, std::size_t count, bool) HWY_ATTR {
     using Shape = decltype(shape);
     CrossEntropyColumnsBlock<Shape::kVectors, Shape::kPartial>(
         x + j, xs, grad != nullptr ? grad + j : nullptr, gs, log_prob != nullptr ? log_prob + j : nullptr, ls, n,
         count, t, j);
   });
+}
+
+// training::CompensatedSum's add in lanes (Neumaier's, the correction kept only while
+// the sum is finite), from a sum `sum` with correction `correction`.
+HWY_INLINE void CompensatedAdd(VD& sum, VD& correction, VD v) {
+  const VD t = hn::Add(sum, v);
+  const VD term = hn::IfThenElse(hn::Ge(hn::Abs(sum), hn::Abs(v)), hn::Add(hn::Sub(sum, t), v),
+                                 hn::Add(hn::Sub(v, t), sum));
+  correction = hn::IfThenElse(hn::IsFinite(t), hn::Add(correction, term), correction);
+  sum = t;
+}
+
+// CompensatedSum::hi() of (sum, correction).
+HWY_INLINE VD CompensatedHi(VD sum, VD correction) {
+  return hn::IfThenElse(hn::IsFinite(sum), hn::Add(sum, correction), sum);
+}
+
+// Lanes of ignored samples or non-finite maxes come out as garbage: the write pass and
+// the losses replace what they would give.
+HWY_INLINE void ColumnTermsT(std::size_t columns, const CrossEntropyColumns& p) {
+  const DD d;
+  const std::size_t N = hn::Lanes(d);
+  const VD one = hn::Set(d, 1.0);
+  for (std::size_t j = 0; j < columns; j += N) {
+    // ExactSum's d.add(at_max), d.add(below): the first add is exact.
+    const VD at = hn::LoadU(d, p.at_max + j);
+    const VD below = hn::LoadU(d, p.below + j);
+    const VD sum = hn::Add(at, below);
+    const VD correction = hn::IfThenElse(hn::Ge(hn::Abs(at), hn::Abs(below)), hn::Add(hn::Sub(at, sum), below),
+                                         hn::Add(hn::Sub(below, sum), at));
+    const VD minus_one = hn::Add(hn::Sub(sum, one), correction);
+    const VD dv = hn::Add(sum, correction);
+    const VD inv_d = hn::Div(one, dv);
+    // log1p's domain is [0, inf): d - 1 >= 0 wherever the max is finite.
+    hn::StoreU(hn::Log1p(d, hn::Max(minus_one, hn::Zero(d))), d, p.log_d + j);
+    hn::StoreU(dv, d, p.d + j);
+    hn::StoreU(inv_d, d, p.inv_d + j);
+    hn::StoreU(hn::Neg(hn::Mul(minus_one, inv_d)), d, p.p_minus_one + j);
+    // coefficient_sum: (1 - s) w_t, then spread * the class weights' sum.
+    const VD target_coefficient = hn::Mul(hn::Set(d, p.keep), hn::LoadU(d, p.target_weight + j));
+    VD s = hn::Zero(d);
+    VD c = hn::Zero(d);
+    CompensatedAdd(s, c, target_coefficient);
+    if (p.spread != 0) CompensatedAdd(s, c, hn::Set(d, p.spread_weight_sum));
+    const VD hi = CompensatedHi(s, c);
+    const VD lo = hn::IfThenElseZero(hn::IsFinite(s), hn::Sub(c, hn::Sub(hi, s)));
+    hn::StoreU(hi, d, p.sum_hi + j);
+    hn::StoreU(lo, d, p.sum_lo + j);
+    hn::StoreU(hn::Add(hi, lo), d, p.sum_a + j);
+    hn::StoreU(target_coefficient, d, p.target_coefficient + j);
+  }
+}
+
+HWY_INLINE void ColumnLossesT(std::size_t columns, const CrossEntropyColumns& p) {
+  const DD d;
+  const std::size_t N = hn::Lanes(d);
+  for (std::size_t j = 0; j < columns; j += N) {
+    const VD m = hn::LoadU(d, p.m + j);
+    // (1 - s) w_t (m - x_t) apart from the smoothing's sum, as finish_vectorised adds them.
+    VD s = hn::Zero(d);
+    VD c = hn::Zero(d);
+    const VD keep_weight = hn::Mul(hn::LoadU(d, p.target_weight + j), hn::Set(d, p.keep));
+    CompensatedAdd(s, c, hn::Mul(keep_weight, hn::Sub(m, hn::LoadU(d, p.target_logit + j))));
+    if (p.spread != 0) CompensatedAdd(s, c, hn::Mul(hn::Set(d, p.spread), hn::LoadU(d, p.spread_offsets + j)));
+    VD loss = hn::MulAdd(hn::LoadU(d, p.sum_a + j), hn::LoadU(d, p.log_d + j), CompensatedHi(s, c));
+    loss = hn::IfThenElse(hn::IsFinite(m), loss, hn::Set(d, NAN));
+    loss = hn::IfThenZeroElse(hn::Ne(hn::LoadU(d, p.ignored + j), hn::Zero(d)), loss);
+    hn::StoreU(loss, d, p.loss + j);
+  }
 }
 
 // Plain names per storage type, for HWY_EXPORT.
@@ -364,18 +434,22 @@ HWY_INLINE void CrossEntropyColumnsT(const T* x, std::ptrdiff_t xs, T* grad, std
     LogSoftmaxBackwardColumnsT(ly, dy, dx, s, n, columns, inv_t);                                                  \
   }                                                                                                              \
   void ColumnStats##Suffix(const T* x, std::ptrdiff_t stride, std::size_t n, std::size_t columns,               \
-                           ColumnStats out) {                                                                    \
-    ColumnStatsT(x, stride, n, columns, out);                                                                    \
+                           const CrossEntropyColumns& piece) {                                                   \
+    ColumnStatsT(x, stride, n, columns, piece);                                                                  \
   }                                                                                                              \
   void CrossEntropyColumns##Suffix(const T* x, std::ptrdiff_t xs, T* grad, std::ptrdiff_t gs, T* log_prob,       \
-                                   std::ptrdiff_t ls, std::size_t n, std::size_t columns, const ColumnTerms& t) { \
-    CrossEntropyColumnsT(x, xs, grad, gs, log_prob, ls, n, columns, t);                                          \
+                                   std::ptrdiff_t ls, std::size_t n, std::size_t columns,                        \
+                                   const CrossEntropyColumns& piece) {                                           \
+    CrossEntropyColumnsT(x, xs, grad, gs, log_prob, ls, n, columns, piece);                                      \
   }
 
 SMAX_COLUMN_KERNELS(F32, float)
 SMAX_COLUMN_KERNELS(F16, half)
 SMAX_COLUMN_KERNELS(BF16, bfloat16)
 #undef SMAX_COLUMN_KERNELS
+
+void ColumnTerms(std::size_t columns, const CrossEntropyColumns& piece) { ColumnTermsT(columns, piece); }
+void ColumnLosses(std::size_t columns, const CrossEntropyColumns& piece) { ColumnLossesT(columns, piece); }
 
 }  // namespace smax::training::simd::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -397,20 +471,29 @@ namespace smax::training::simd {
   HWY_EXPORT(ColumnStats##Suffix);                                                                             \
   HWY_EXPORT(CrossEntropyColumns##Suffix);                                                                     \
   void cross_entropy_column_stats(const T* x, std::ptrdiff_t stride, std::size_t n, std::size_t columns,       \
-                                  ColumnStats out) {                                                           \
-    HWY_DYNAMIC_DISPATCH(ColumnStats##Suffix)(x, stride, n, columns, out);                                     \
+                                  const CrossEntropyColumns& piece) {                                          \
+    HWY_DYNAMIC_DISPATCH(ColumnStats##Suffix)(x, stride, n, columns, piece);                                   \
   }                                                                                                            \
   void cross_entropy_columns(const T* x, std::ptrdiff_t x_stride, T* grad, std::ptrdiff_t grad_stride,         \
                              T* log_prob, std::ptrdiff_t log_prob_stride, std::size_t n, std::size_t columns,  \
-                             const ColumnTerms& terms) {                                                       \
+                             const CrossEntropyColumns& piece) {                                               \
     HWY_DYNAMIC_DISPATCH(CrossEntropyColumns##Suffix)(x, x_stride, grad, grad_stride, log_prob,                \
-                                                      log_prob_stride, n, columns, terms);                     \
+                                                      log_prob_stride, n, columns, piece);                     \
   }
 
 SMAX_EXPORT_COLUMN_KERNELS(F32, float)
 SMAX_EXPORT_COLUMN_KERNELS(F16, half)
 SMAX_EXPORT_COLUMN_KERNELS(BF16, bfloat16)
 #undef SMAX_EXPORT_COLUMN_KERNELS
+
+HWY_EXPORT(ColumnTerms);
+HWY_EXPORT(ColumnLosses);
+void cross_entropy_column_terms(std::size_t columns, const CrossEntropyColumns& piece) {
+  HWY_DYNAMIC_DISPATCH(ColumnTerms)(columns, piece);
+}
+void cross_entropy_column_losses(std::size_t columns, const CrossEntropyColumns& piece) {
+  HWY_DYNAMIC_DISPATCH(ColumnLosses)(columns, piece);
+}
 
 }  // namespace smax::training::simd
 #endif  // HWY_ONCE

@@ -41,64 +41,75 @@ void log_softmax_backward_columns(const bfloat16* log_y, const bfloat16* dy, bfl
                                   std::size_t n, std::size_t columns, double inv_t);
 
 // Cross-entropy over a strided class axis, the samples across the lanes: column j's
-// logits of class c at x[c * stride + j]. The (max, sum) of each column: m[j] its max
-// (NaN where any logit is NaN), and where m[j] is finite, d = at_max[j] + below[j]:
-// how many logits equal the max, and the sum of exp(x - m) over the others, in double
-// (compensated as the sums above), so that d - 1 stays exact for a dominant class.
-// With `exps`, each exp(x - m) is also stored, at exps[c * exps_stride + j], for the
-// write pass (ColumnTerms::exps), which then computes none.
-struct ColumnStats {
+// logits of class c at x[c * stride + j]. A piece of columns goes through four steps,
+// each lane computing in double what cross_entropy.cpp's scalar rows compute for its
+// sample (run(), GradientTerms, gradient(), finish_vectorised()):
+//   cross_entropy_column_stats: m (the max; NaN where a logit is NaN), at_max (how
+//     many logits equal it) and below (the sum of exp(x - m) over the others,
+//     compensated as the sums above): d = at_max + below with d - 1 exact for a
+//     dominant class; with `exps`, each exp(x - m) kept for the write pass;
+//   the caller fills each column's target, target_weight, target_logit, ignored;
+//   cross_entropy_column_terms: log_d = log1p(d - 1), d, 1 / d, p - 1 = -(d - 1) / d,
+//     S = (1 - s) w_t + spread * (sum of the class weights) as sum_hi + sum_lo,
+//     target_coefficient = (1 - s) w_t;
+//   cross_entropy_columns (the write pass): the gradient (S p_c - a_c) * scale, p_c =
+//     exp(x_c - m) / d, a_c = spread * w_c + (c == target ? target_coefficient : 0),
+//     taken as S (p - 1) + ((S_hi - a) + S_lo) at the max where d < 2 (p > 1/2), 0
+//     where ignored, NaN where m is not finite; the log-probabilities (x - m) - log_d
+//     (NaN where m is not finite); where spread != 0, sum_c w_c (m - x_c);
+//   cross_entropy_column_losses: S log_d + (1 - s) w_t (m - x_t) + spread * that sum,
+//     0 where ignored, NaN where m is not finite.
+// Every per-column array holds `columns` entries rounded up to kColumnArrayPadding:
+// the kernels load and store them a whole vector at a time.
+inline constexpr std::size_t kColumnArrayPadding = 32;
+struct CrossEntropyColumns {
   double* m;
   double* at_max;
   double* below;
-  double* exps = nullptr;
+  double* exps = nullptr;     // exps[c * exps_stride + j], or null: the write pass computes them
   std::size_t exps_stride = 0;
+  double* target;             // the target class as a double (any value where ignored)
+  double* target_weight;      // w_t (1 without weights)
+  double* target_logit;       // x_t, read before a gradient in place overwrites it
+  double* ignored;            // nonzero: the sample is ignored
+  double* log_d;
+  double* d;
+  double* inv_d;
+  double* p_minus_one;
+  double* sum_hi;
+  double* sum_lo;
+  double* sum_a;
+  double* target_coefficient;
+  double* spread_offsets;
+  double* loss;
+  const double* class_weight = nullptr;  // w_c per class, where spread != 0
+  double keep = 1;                       // 1 - smoothing
+  double spread = 0;                     // smoothing / classes
+  double spread_weight_sum = 0;          // spread * the sum of every class's weight
+  double scale = 1;                      // the reduction's factor of the gradient
 };
+
 void cross_entropy_column_stats(const float* x, std::ptrdiff_t stride, std::size_t n, std::size_t columns,
-                                ColumnStats out);
+                                const CrossEntropyColumns& piece);
 void cross_entropy_column_stats(const half* x, std::ptrdiff_t stride, std::size_t n, std::size_t columns,
-                                ColumnStats out);
+                                const CrossEntropyColumns& piece);
 void cross_entropy_column_stats(const bfloat16* x, std::ptrdiff_t stride, std::size_t n, std::size_t columns,
-                                ColumnStats out);
+                                const CrossEntropyColumns& piece);
 
-// What the write pass of cross-entropy columns needs per column j, as cross_entropy.cpp's scalar rows compute it: the gradient
-// (S * p_c - a_c) * scale with p_c = exp(x_c - m) / d and a_c = spread * w_c +
-// (c == target ? target_coefficient : 0), taken as S * (p - 1) + ((S_hi - a) + S_lo)
-// at the max where d < 2 (p > 1/2); 0 where `ignored` is nonzero, NaN where m is not
-// finite. The log-probabilities (x - m) - log_d, NaN where m is not finite.
-// The per-column arrays here and in ColumnStats hold `columns` entries rounded up to
-// kColumnArrayPadding: the kernels load and store them a whole vector at a time.
-inline constexpr std::size_t kColumnArrayPadding = 32;
-struct ColumnTerms {
-  const double* m;
-  const double* log_d;
-  const double* d;
-  const double* inv_d;
-  const double* p_minus_one;         // -(d - 1) / d
-  const double* sum_hi;              // S = sum_hi + sum_lo, S = sum_a rounded
-  const double* sum_lo;
-  const double* sum_a;
-  const double* target;              // the target class, as a double
-  const double* target_coefficient;  // (1 - smoothing) * the target's weight
-  const double* ignored;             // nonzero: the gradient is 0
-  const double* class_weight;        // w_c per class (n of them), where spread != 0; else null
-  double spread = 0;                 // smoothing / classes
-  double scale = 1;                  // the reduction's factor of the gradient
-  double* spread_offsets;            // out, where spread != 0: sum_c w_c * (m - x_c) per column
-  const double* exps = nullptr;      // ColumnStats::exps, or null: computed again
-  std::size_t exps_stride = 0;
-};
+void cross_entropy_column_terms(std::size_t columns, const CrossEntropyColumns& piece);
 
-// Writes grad (null: none) and log_prob (null: none), each along the axis at its
-// stride; either may be x itself (same data and stride).
+// grad (null: none) and log_prob (null: none) each along the axis at its stride;
+// either may be x itself (same data and stride).
 void cross_entropy_columns(const float* x, std::ptrdiff_t x_stride, float* grad, std::ptrdiff_t grad_stride,
                            float* log_prob, std::ptrdiff_t log_prob_stride, std::size_t n, std::size_t columns,
-                           const ColumnTerms& terms);
+                           const CrossEntropyColumns& piece);
 void cross_entropy_columns(const half* x, std::ptrdiff_t x_stride, half* grad, std::ptrdiff_t grad_stride,
                            half* log_prob, std::ptrdiff_t log_prob_stride, std::size_t n, std::size_t columns,
-                           const ColumnTerms& terms);
+                           const CrossEntropyColumns& piece);
 void cross_entropy_columns(const bfloat16* x, std::ptrdiff_t x_stride, bfloat16* grad, std::ptrdiff_t grad_stride,
                            bfloat16* log_prob, std::ptrdiff_t log_prob_stride, std::size_t n, std::size_t columns,
-                           const ColumnTerms& terms);
+                           const CrossEntropyColumns& piece);
+
+void cross_entropy_column_losses(std::size_t columns, const CrossEntropyColumns& piece);
 
 }  // namespace smax::training::simd
