@@ -370,7 +370,8 @@ struct Scratch {
   std::vector<float> block_max;
   std::vector<double> wide;  // a block of 16-bit logits widened (logit_stats)
   std::vector<double> columns;      // RowKernel::run_columns's per-column arrays
-  std::vector<double> column_exps;  // and its exps (columns_per_piece)
+  std::vector<double> column_exps;  // and its exps (columns_per_piece), in double
+  std::vector<float> column_float_exps;  // or in float
 };
 
 // Threads share samples across the lanes in pieces of columns (any split gives the
@@ -429,18 +430,35 @@ class RowKernel {
                        &p.spread_offsets, &p.loss}) {
       *a = array();
     }
-    if (grad_ != nullptr) {
-      if (scratch.column_exps.size() < n * room) scratch.column_exps.resize(n * room);
-      p.exps = scratch.column_exps.data();
-      p.exps_stride = room;
-    }
+    p.exps_stride = room;
     p.keep = 1.0 - r_.smoothing;
     p.spread = r_.smoothing / static_cast<double>(r_.classes);
     p.spread_weight_sum = p.spread * weight_sum_;
     p.class_weight = p.spread != 0 ? class_weight_.data() : nullptr;
     p.scale = grad_scale_;
 
-    training::simd::cross_entropy_column_stats(x, xs, n, count, p);
+    // Float exps where they meet the bars (as run()'s: 16-bit rows whose gradient may
+    // cancel take double exps), unless flushed terms matter (as run() redoes them).
+    bool in_float = false;
+    if (!double_exps_) {
+      if (grad_ != nullptr) {
+        if (scratch.column_float_exps.size() < n * room) scratch.column_float_exps.resize(n * room);
+        p.float_exps = scratch.column_float_exps.data();
+      }
+      in_float = training::simd::cross_entropy_column_stats_in_float(x, xs, n, count, p);
+      for (std::size_t j = 0; j < count && in_float; ++j) {
+        const double minus_one = (p.at_max[j] - 1.0) + p.below[j];
+        in_float = !(std::isfinite(p.m[j]) && minus_one < kFlushedTermsMatter * static_cast<double>(n));
+      }
+    }
+    if (!in_float) {
+      p.float_exps = nullptr;
+      if (grad_ != nullptr) {
+        if (scratch.column_exps.size() < n * room) scratch.column_exps.resize(n * room);
+        p.exps = scratch.column_exps.data();
+      }
+      training::simd::cross_entropy_column_stats(x, xs, n, count, p);
+    }
     for (std::size_t j = 0; j < count; ++j) {
       const auto i = static_cast<std::int64_t>(j);
       const std::int64_t t = index_at(r_.target, r_.index_type, first.target + i * step[kTarget]);

@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <type_traits>
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "training/simd/gradient_columns.cpp"
@@ -20,6 +21,7 @@
 #include <hwy/highway.h>
 
 #include "cpu/simd/exp_f64-inl.h"
+#include "cpu/simd/exp_minus_max-inl.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "training/simd/wide-inl.h"
 
@@ -281,13 +283,120 @@ HWY_INLINE void ColumnStatsT(const T* x, std::ptrdiff_t stride, std::size_t n, s
   });
 }
 
+#if HWY_NATIVE_FMA && HWY_TARGET != HWY_SCALAR
+// ColumnStatsBlock in float lanes: kFloatVectors float vectors of columns (each two
+// double vectors of the per-column arrays). False where a finite max is beyond
+// MaxSplit::fits.
+inline constexpr std::size_t kFloatVectors = 2;
+
 template <std::size_t K, bool kTail, class T>
+HWY_INLINE bool FloatStatsBlock(const T* x, std::ptrdiff_t stride, std::size_t n, std::size_t count,
+                                const CrossEntropyColumns& out, std::size_t j) {
+  using DF = hn::ScalableTag<float>;
+  using VF = hn::Vec<DF>;
+  const DF df;
+  const DD dd;
+  const DFD dh;
+  const std::size_t N = hn::Lanes(df);
+  const std::size_t ND = hn::Lanes(dd);
+  const auto load = [&](const T* p) HWY_ATTR {
+    if constexpr (kTail) {
+      return cs::LoadTailF32(df, p, count, hn::Set(df, -HUGE_VALF));
+    } else {
+      return cs::LoadF32(df, p);
+    }
+  };
+  VF m[K], nan[K];
+  for (std::size_t k = 0; k < K; ++k) {
+    m[k] = hn::Set(df, -HUGE_VALF);
+    nan[k] = hn::Zero(df);
+  }
+  for (std::size_t c = 0; c < n; ++c) {
+    const T* xc = x + static_cast<std::ptrdiff_t>(c) * stride;
+    for (std::size_t k = 0; k < K; ++k) {
+      const VF v = load(xc + k * N);
+      m[k] = hn::Max(m[k], v);
+      nan[k] = hn::Or(nan[k], hn::VecFromMask(df, hn::IsNaN(v)));
+    }
+  }
+  VF split_m[K], split_shift[K], split_delta[K];  // MaxSplitLanes's parts
+  for (std::size_t k = 0; k < K; ++k) {
+    m[k] = hn::IfThenElse(hn::MaskFromVec(nan[k]), hn::Set(df, NAN), m[k]);
+    const auto finite = hn::IsFinite(m[k]);
+    if (!hn::AllTrue(df, hn::Or(hn::Not(finite), hn::Le(hn::Abs(m[k]), hn::Set(df, 16384.0f))))) return false;
+    const cs::MaxSplitLanes<DF> split = cs::MaxSplitLanes<DF>::Of(df, hn::IfThenElseZero(finite, m[k]));
+    split_m[k] = split.m;
+    split_shift[k] = split.shift_minus_k;
+    split_delta[k] = split.delta;
+  }
+  VF at_max[K];
+  LaneSum below[2 * K];
+  for (std::size_t k = 0; k < K; ++k) at_max[k] = hn::Zero(df);
+  SumDownTheAxis(below, n, [&](std::size_t c) HWY_ATTR {
+    const T* xc = x + static_cast<std::ptrdiff_t>(c) * stride;
+    for (std::size_t k = 0; k < K; ++k) {
+      VF s;
+      const cs::MaxSplitLanes<DF> split(split_m[k], split_shift[k], split_delta[k]);
+      const VF e = cs::ExpMinusMax<cs::ExpRange::flush>(df, split, load(xc + k * N), s);
+      if (out.float_exps != nullptr) hn::StoreU(e, df, out.float_exps + c * out.exps_stride + j + k * N);
+      const auto is_max = hn::Eq(s, hn::Zero(df));  // s = x - m rounded: 0 exactly at the max
+      at_max[k] = hn::Add(at_max[k], hn::IfThenElseZero(is_max, hn::Set(df, 1.0f)));
+      const VF term = hn::IfThenZeroElse(is_max, e);
+      below[2 * k].plain = hn::Add(below[2 * k].plain, hn::PromoteTo(dd, hn::LowerHalf(dh, term)));
+      below[2 * k + 1].plain = hn::Add(below[2 * k + 1].plain, hn::PromoteTo(dd, hn::UpperHalf(dh, term)));
+    }
+  });
+  for (std::size_t k = 0; k < K; ++k) {
+    for (std::size_t half = 0; half < 2; ++half) {
+      const std::size_t to = j + k * N + half * ND;
+      const VF mv = m[k];
+      const VF av = at_max[k];
+      hn::StoreU(hn::PromoteTo(dd, half == 0 ? hn::LowerHalf(dh, mv) : hn::UpperHalf(dh, mv)), dd, out.m + to);
+      hn::StoreU(hn::PromoteTo(dd, half == 0 ? hn::LowerHalf(dh, av) : hn::UpperHalf(dh, av)), dd, out.at_max + to);
+      hn::StoreU(below[2 * k + half].Hi(), dd, out.below + to);
+    }
+  }
+  return true;
+}
+
+template <class T>
+HWY_INLINE bool FloatStatsT(const T* x, std::ptrdiff_t stride, std::size_t n, std::size_t columns,
+                            const CrossEntropyColumns& out) {
+  const std::size_t N = hn::Lanes(hn::ScalableTag<float>());
+  const std::size_t wide = kFloatVectors * N;
+  std::size_t j = 0;
+  for (; j + wide <= columns; j += wide) {
+    if (!FloatStatsBlock<kFloatVectors, false>(x + j, stride, n, N, out, j)) return false;
+  }
+  for (; j + N <= columns; j += N) {
+    if (!FloatStatsBlock<1, false>(x + j, stride, n, N, out, j)) return false;
+  }
+  return j == columns || FloatStatsBlock<1, true>(x + j, stride, n, columns - j, out, j);
+}
+#else
+template <class T>
+HWY_INLINE bool FloatStatsT(const T*, std::ptrdiff_t, std::size_t, std::size_t, const CrossEntropyColumns&) {
+  return false;
+}
+#endif
+
+// Where the write pass takes its exps from (CrossEntropyColumns): each its own loop,
+// so that the double exp's constants hold registers only where it runs.
+enum class ExpsFrom { doubles, floats, computed };
+
+// exp(z) in double, out of line: the float exps' flushed terms, rare, whose inlined
+// exp made the pass 1.5-3 times slower even where it never ran (its constants kept in
+// registers around the loop, the pass's own values spilled).
+HWY_NOINLINE VD ExpOutOfLine(VD z) { return cs::ExpF64Flush(DD(), z, hn::Zero(DD())); }
+
+template <ExpsFrom kFrom, std::size_t K, bool kTail, class T>
 HWY_INLINE void CrossEntropyColumnsBlock(const T* x, std::ptrdiff_t xs, T* grad, std::ptrdiff_t gs, T* log_prob,
                                          std::ptrdiff_t ls, std::size_t n, std::size_t count, const CrossEntropyColumns& t,
                                          std::size_t j) {
   const DD d;
   const std::size_t N = hn::Lanes(d);
   VD m[K], inv_d[K], sum_a[K], target[K], target_a[K], log_d[K], nan_lanes[K], zero_lanes[K], near_one[K];
+  VD sum_hi[K], sum_lo[K], p_minus_one[K];
   for (std::size_t k = 0; k < K; ++k) {
     const std::size_t at = j + k * N;
     m[k] = hn::LoadU(d, t.m + at);
@@ -300,21 +409,32 @@ HWY_INLINE void CrossEntropyColumnsBlock(const T* x, std::ptrdiff_t xs, T* grad,
     zero_lanes[k] = hn::VecFromMask(d, hn::Ne(hn::LoadU(d, t.ignored + at), hn::Zero(d)));
     // d < 2: the max's p is above 1/2, and S * p - a takes its exact form there.
     near_one[k] = hn::VecFromMask(d, hn::Lt(hn::LoadU(d, t.d + at), hn::Set(d, 2.0)));
+    sum_hi[k] = hn::LoadU(d, t.sum_hi + at);
+    sum_lo[k] = hn::LoadU(d, t.sum_lo + at);
+    p_minus_one[k] = hn::LoadU(d, t.p_minus_one + at);
   }
   const VD scale = hn::Set(d, t.scale);
   const VD nan = hn::Set(d, NAN);
   LaneSum offsets[K];
   const auto gradient = [&](std::size_t c, std::size_t k, VD v, VD z, VD a) HWY_ATTR {
-    const VD e = t.exps != nullptr ? hn::LoadU(d, t.exps + c * t.exps_stride + j + k * N)
-                                   : cs::ExpF64Flush(d, z, hn::Zero(d));
+    VD e;
+    if constexpr (kFrom == ExpsFrom::doubles) {
+      e = hn::LoadU(d, t.exps + c * t.exps_stride + j + k * N);
+    } else if constexpr (kFrom == ExpsFrom::floats) {
+      e = hn::PromoteTo(d, hn::LoadU(DFD(), t.float_exps + c * t.exps_stride + j + k * N));
+      // The float exps' flushed terms (not -inf's): again in double.
+      const auto flushed = hn::And(hn::Eq(e, hn::Zero(d)), hn::Gt(z, hn::Set(d, -HUGE_VAL)));
+      if (HWY_UNLIKELY(!hn::AllFalse(d, flushed))) e = hn::IfThenElse(flushed, ExpOutOfLine(z), e);
+    } else {
+      e = cs::ExpF64Flush(d, z, hn::Zero(d));
+    }
     const VD p = hn::Mul(e, inv_d[k]);
     VD g = hn::MulSub(sum_a[k], p, a);
+    // Without a branch: which vectors hold a column's max is data, and a mispredicted
+    // branch there cost 3.5 times the pass (21 classes, AMD Zen 4).
     const auto exact = hn::And(hn::Eq(v, m[k]), hn::MaskFromVec(near_one[k]));
-    if (HWY_UNLIKELY(!hn::AllFalse(d, exact))) {
-      const std::size_t at = j + k * N;
-      const VD rest = hn::Add(hn::Sub(hn::LoadU(d, t.sum_hi + at), a), hn::LoadU(d, t.sum_lo + at));
-      g = hn::IfThenElse(exact, hn::MulAdd(sum_a[k], hn::LoadU(d, t.p_minus_one + at), rest), g);
-    }
+    const VD rest = hn::Add(hn::Sub(sum_hi[k], a), sum_lo[k]);
+    g = hn::IfThenElse(exact, hn::MulAdd(sum_a[k], p_minus_one[k], rest), g);
     g = hn::IfThenElse(hn::MaskFromVec(nan_lanes[k]), nan, hn::Mul(g, scale));
     return hn::IfThenZeroElse(hn::MaskFromVec(zero_lanes[k]), g);
   };
@@ -346,12 +466,21 @@ HWY_INLINE void CrossEntropyColumnsBlock(const T* x, std::ptrdiff_t xs, T* grad,
 template <class T>
 HWY_INLINE void CrossEntropyColumnsT(const T* x, std::ptrdiff_t xs, T* grad, std::ptrdiff_t gs, T* log_prob,
                                      std::ptrdiff_t ls, std::size_t n, std::size_t columns, const CrossEntropyColumns& t) {
-  ForColumnBlocks<kCrossEntropyVectors>(columns, [&](auto shape, std::size_t j, std::size_t count, bool) HWY_ATTR {
-    using Shape = decltype(shape);
-    CrossEntropyColumnsBlock<Shape::kVectors, Shape::kPartial>(
-        x + j, xs, grad != nullptr ? grad + j : nullptr, gs, log_prob != nullptr ? log_prob + j : nullptr, ls, n,
-        count, t, j);
-  });
+  const auto run = [&](auto from) HWY_ATTR {
+    ForColumnBlocks<kCrossEntropyVectors>(columns, [&](auto shape, std::size_t j, std::size_t count, bool) HWY_ATTR {
+      using Shape = decltype(shape);
+      CrossEntropyColumnsBlock<decltype(from)::value, Shape::kVectors, Shape::kPartial>(
+          x + j, xs, grad != nullptr ? grad + j : nullptr, gs, log_prob != nullptr ? log_prob + j : nullptr, ls, n,
+          count, t, j);
+    });
+  };
+  if (t.exps != nullptr) {
+    run(std::integral_constant<ExpsFrom, ExpsFrom::doubles>());
+  } else if (t.float_exps != nullptr) {
+    run(std::integral_constant<ExpsFrom, ExpsFrom::floats>());
+  } else {
+    run(std::integral_constant<ExpsFrom, ExpsFrom::computed>());
+  }
 }
 
 // training::CompensatedSum's add in lanes (Neumaier's, the correction kept only while
@@ -441,6 +570,10 @@ HWY_INLINE void ColumnLossesT(std::size_t columns, const CrossEntropyColumns& p)
                                    std::ptrdiff_t ls, std::size_t n, std::size_t columns,                        \
                                    const CrossEntropyColumns& piece) {                                           \
     CrossEntropyColumnsT(x, xs, grad, gs, log_prob, ls, n, columns, piece);                                      \
+  }                                                                                                              \
+  bool FloatStats##Suffix(const T* x, std::ptrdiff_t stride, std::size_t n, std::size_t columns,                \
+                          const CrossEntropyColumns& piece) {                                                    \
+    return FloatStatsT(x, stride, n, columns, piece);                                                            \
   }
 
 SMAX_COLUMN_KERNELS(F32, float)
@@ -479,6 +612,11 @@ namespace smax::training::simd {
                              const CrossEntropyColumns& piece) {                                               \
     HWY_DYNAMIC_DISPATCH(CrossEntropyColumns##Suffix)(x, x_stride, grad, grad_stride, log_prob,                \
                                                       log_prob_stride, n, columns, piece);                     \
+  }                                                                                                            \
+  HWY_EXPORT(FloatStats##Suffix);                                                                              \
+  bool cross_entropy_column_stats_in_float(const T* x, std::ptrdiff_t stride, std::size_t n, std::size_t columns, \
+                                           const CrossEntropyColumns& piece) {                                 \
+    return HWY_DYNAMIC_DISPATCH(FloatStats##Suffix)(x, stride, n, columns, piece);                             \
   }
 
 SMAX_EXPORT_COLUMN_KERNELS(F32, float)

@@ -67,6 +67,7 @@ struct CrossEntropyColumns {
   double* at_max;
   double* below;
   double* exps = nullptr;     // exps[c * exps_stride + j], or null: the write pass computes them
+  float* float_exps = nullptr;  // the same in float, for cross_entropy_column_stats_in_float
   std::size_t exps_stride = 0;
   double* target;             // the target class as a double (any value where ignored)
   double* target_weight;      // w_t (1 without weights)
@@ -95,6 +96,19 @@ void cross_entropy_column_stats(const half* x, std::ptrdiff_t stride, std::size_
                                 const CrossEntropyColumns& piece);
 void cross_entropy_column_stats(const bfloat16* x, std::ptrdiff_t stride, std::size_t n, std::size_t columns,
                                 const CrossEntropyColumns& piece);
+
+// The same with float exps (cpu/simd/exp_minus_max-inl.h, 1.25 ulp, 0 below FLT_MIN),
+// summed in double, kept in float_exps where that is set (the write pass computes the
+// exps of the flushed ones again in double), on targets with FMA: false (and nothing
+// usable written) on others, or where a column's max is finite but beyond 16384 in
+// magnitude. Their d - 1 misses the flushed terms, which matter where it is below
+// about n * 2^-102 (cross_entropy.cpp's kFlushedTermsMatter): the double stats then.
+bool cross_entropy_column_stats_in_float(const float* x, std::ptrdiff_t stride, std::size_t n, std::size_t columns,
+                                         const CrossEntropyColumns& piece);
+bool cross_entropy_column_stats_in_float(const half* x, std::ptrdiff_t stride, std::size_t n, std::size_t columns,
+                                         const CrossEntropyColumns& piece);
+bool cross_entropy_column_stats_in_float(const bfloat16* x, std::ptrdiff_t stride, std::size_t n,
+                                         std::size_t columns, const CrossEntropyColumns& piece);
 
 void cross_entropy_column_terms(std::size_t columns, const CrossEntropyColumns& piece);
 
