@@ -83,7 +83,7 @@ class TrainingBuffers {
   }
 
  private:
-  std::int64_t numel() const { return point_.rows * point_.columns; }
+  std::int64_t numel() const { return point_.numel(); }
 
   // Logits normal(0, 3); for the backward passes a = softmax or log_softmax of them
   // (what a forward pass hands over) and b = dy normal(0, 1); for cross-entropy
@@ -94,18 +94,20 @@ class TrainingBuffers {
     std::normal_distribution<float> gradient(0.0f, 1.0f);
     Set first = next();
     cursor_ = 0;
-    const std::vector<std::int64_t> shape{point_.rows, point_.columns};
+    const std::vector<std::int64_t>& shape = point_.shape;
     if (point_.op == "cross_entropy") {
       for (std::int64_t i = 0; i < numel(); ++i) store(first.a, point_.dtype, i, logit(random));
-      targets_.resize(static_cast<std::size_t>(point_.rows));
-      std::uniform_int_distribution<std::int64_t> cls(0, point_.columns - 1);
+      targets_.resize(static_cast<std::size_t>(numel() / point_.classes()));
+      std::uniform_int_distribution<std::int64_t> cls(0, point_.classes() - 1);
       for (auto& t : targets_) t = cls(random);
     } else {
       for (std::int64_t i = 0; i < numel(); ++i) store(first.out, point_.dtype, i, logit(random));
       const TensorView logits(first.out, point_.dtype, shape);
       const MutableTensorView forward(first.a, point_.dtype, shape);
-      if (point_.op == "softmax_backward") softmax(logits, forward);
-      else log_softmax(logits, forward);
+      Options options;
+      options.axis = point_.axis;
+      if (point_.op == "softmax_backward") softmax(logits, forward, options);
+      else log_softmax(logits, forward, options);
       for (std::int64_t i = 0; i < numel(); ++i) store(first.b, point_.dtype, i, gradient(random));
     }
     for (std::size_t s = 1; s < sets_; ++s) {
@@ -148,12 +150,12 @@ void limit_kernel(const TrainingPoint& point, int threads, const TrainingBuffers
 
 void op_kernel(const TrainingPoint& point, int threads, const TrainingBuffers& buffers,
                const TrainingBuffers::Set& set) {
-  const std::vector<std::int64_t> shape{point.rows, point.columns};
+  const std::vector<std::int64_t>& shape = point.shape;
   const TensorView a(set.a, point.dtype, shape);
   const MutableTensorView out(set.out, point.dtype, shape);
   if (point.op == "cross_entropy") {
     CrossEntropyOptions options;
-    options.axis = -1;
+    options.axis = point.axis;
     options.threads = threads;
     float loss_f32 = 0;
     bfloat16 loss_bf16{};
@@ -161,10 +163,12 @@ void op_kernel(const TrainingPoint& point, int threads, const TrainingBuffers& b
                                  point.dtype, {});
     CrossEntropyOutputs outputs;
     outputs.grad = out;
-    cross_entropy(a, IndexView(buffers.targets().data(), {point.rows}), loss, options, outputs);
+    const std::vector<std::int64_t> batch = point.batch_shape();
+    cross_entropy(a, IndexView(buffers.targets().data(), batch), loss, options, outputs);
     return;
   }
   BackwardOptions options;
+  options.axis = point.axis;
   options.threads = threads;
   const TensorView b(set.b, point.dtype, shape);
   if (point.op == "softmax_backward") softmax_backward(a, b, out, options);
@@ -219,22 +223,51 @@ Timing time_runs(int repeats, TrainingBuffers& buffers, bool check, Run&& run) {
 
 }  // namespace
 
-std::size_t TrainingPoint::tensor_bytes() const {
-  return static_cast<std::size_t>(rows * columns) * size_of(dtype);
+std::int64_t TrainingPoint::numel() const {
+  std::int64_t n = 1;
+  for (std::int64_t e : shape) n *= e;
+  return n;
 }
+
+std::int64_t TrainingPoint::classes() const {
+  return shape[static_cast<std::size_t>(axis < 0 ? axis + static_cast<int>(shape.size()) : axis)];
+}
+
+std::vector<std::int64_t> TrainingPoint::batch_shape() const {
+  std::vector<std::int64_t> batch = shape;
+  batch.erase(batch.begin() + (axis < 0 ? axis + static_cast<int>(shape.size()) : axis));
+  return batch;
+}
+
+std::size_t TrainingPoint::tensor_bytes() const { return static_cast<std::size_t>(numel()) * size_of(dtype); }
 
 std::size_t TrainingPoint::moved_bytes() const {
   return static_cast<std::size_t>(tensors_read() + 1) * tensor_bytes();
 }
 
-std::string TrainingPoint::label() const { return std::to_string(rows) + "x" + std::to_string(columns); }
+std::string TrainingPoint::label() const {
+  std::string text;
+  for (std::int64_t e : shape) {
+    if (!text.empty()) text += 'x';
+    text += std::to_string(e);
+  }
+  if (axis != -1 && axis != static_cast<int>(shape.size()) - 1) {
+    text += ':';
+    text += std::to_string(axis);
+  }
+  return text;
+}
 
 std::vector<TrainingPoint> training_points() {
   std::vector<TrainingPoint> points;
   for (DType dtype : {DType::f32, DType::bf16}) {
-    for (const auto& [rows, columns] : {std::pair<std::int64_t, std::int64_t>{8, 128256}, {4096, 32000}}) {
+    // LLM vocabularies along the last axis, and a segmentation batch along axis 1
+    // (PASCAL VOC's 21 classes over 256 x 256 pixels: PyTorch's layout).
+    const std::pair<std::vector<std::int64_t>, int> shapes[] = {
+        {{8, 128256}, -1}, {{4096, 32000}, -1}, {{8, 21, 256, 256}, 1}};
+    for (const auto& [shape, axis] : shapes) {
       for (const char* op : {"softmax_backward", "log_softmax_backward", "cross_entropy"}) {
-        points.push_back(TrainingPoint{op, rows, columns, dtype});
+        points.push_back(TrainingPoint{op, shape, axis, dtype});
       }
     }
   }
@@ -249,7 +282,7 @@ int run_training(const TrainingSettings& settings, std::ostream& out) {
       << "          stores; 'of copy' is of the faster; 'calls' = calls per timed run, each on the next of the\n"
       << "          buffer sets, their mean counted; outputs checked after every call, then NaN-filled\n";
   char line[160];
-  std::snprintf(line, sizeof line, "%-21s %-11s %-5s %7s %5s %5s %11s %9s %9s %9s %8s\n", "op", "shape", "dtype",
+  std::snprintf(line, sizeof line, "%-21s %-15s %-5s %7s %5s %5s %11s %9s %9s %9s %8s\n", "op", "shape", "dtype",
                 "threads", "data", "calls", "median ms", "GB/s", "copy GB/s", "nt GB/s", "of copy");
   out << line;
   int failures = 0;
@@ -278,7 +311,7 @@ int run_training(const TrainingSettings& settings, std::ostream& out) {
       const double cached_gbps = bytes / cached.median_s / 1e9;
       const double nt_gbps = kNonTemporalStores ? bytes / non_temporal.median_s / 1e9 : NAN;
       const double copy_gbps = kNonTemporalStores ? std::max(cached_gbps, nt_gbps) : cached_gbps;
-      std::snprintf(line, sizeof line, "%-21s %-11s %-5s %7d %5s %5d %11.3f %9.2f %9.2f %9.2f %7.0f%%%s\n",
+      std::snprintf(line, sizeof line, "%-21s %-15s %-5s %7d %5s %5d %11.3f %9.2f %9.2f %9.2f %7.0f%%%s\n",
                     point.op.c_str(), point.label().c_str(), std::string(to_string(point.dtype)).c_str(), threads,
                     buffers.from_dram(settings.cache_bytes) ? "dram" : "cache", op.calls, op.median_s * 1e3, gbps,
                     cached_gbps,

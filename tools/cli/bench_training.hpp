@@ -23,18 +23,23 @@ struct TrainingSettings {
   std::size_t offset = 0;  // bytes past a page where every tensor starts (see Workspace)
 };
 
-// One op on one tensor shape (rows x classes, last axis).
+// One op on one tensor shape along one axis (the classes: the last axis, or axis 1 of
+// [N, C, H, W] as PyTorch's layout has them).
 struct TrainingPoint {
   std::string op;  // "softmax_backward", "log_softmax_backward", "cross_entropy"
-  std::int64_t rows = 0;
-  std::int64_t columns = 0;
+  std::vector<std::int64_t> shape;
+  int axis = -1;
   DType dtype = DType::f32;
+  std::int64_t numel() const;
+  std::int64_t classes() const;  // the axis's extent
+  // The shape without the axis: the targets' (cross-entropy).
+  std::vector<std::int64_t> batch_shape() const;
   std::size_t tensor_bytes() const;
   // The least a call must move: backward reads y and dy and writes dx; cross-entropy
   // reads the logits and writes the gradient (the targets and the loss are negligible).
   std::size_t moved_bytes() const;
   int tensors_read() const { return op == "cross_entropy" ? 1 : 2; }
-  std::string label() const;  // "8x128256"
+  std::string label() const;  // "8x128256", "8x21x256x256:1" (the axis where not the last)
 };
 
 std::vector<TrainingPoint> training_points();

@@ -25,8 +25,9 @@ constexpr std::array<WorkloadInfo, 10> kWorkloads{{
               "--threads 1 --memory 0)",
      false},
     {"dram", "a large batch from memory: 16384 x 4096 in f32, bf16 and f16", false},
-    {"training", "softmax_backward, log_softmax_backward and cross-entropy with its gradient: 8 x 128256 and "
-                 "4096 x 32000, f32 and bf16, against a copy of the same bytes (a table of its own)",
+    {"training", "softmax_backward, log_softmax_backward and cross-entropy with its gradient: 8 x 128256, "
+                 "4096 x 32000 and [8, 21, 256, 256] along axis 1, f32 and bf16, against a copy of the same bytes "
+                 "(a table of its own)",
      false},
 }};
 

@@ -154,8 +154,9 @@ Workloads (--workload, comma-separated; 'all' for every one):
   half        bf16 and f16: 256 x 1000, 8 x 32000, 8 x 128256, three sweep
               points and [8, 256, 56, 56] axis 1 (not in the default set)
   training    softmax_backward, log_softmax_backward and cross-entropy with its
-              gradient on 8 x 128256 and 4096 x 32000, f32 and bf16, beside a
-              plain kernel moving the same bytes (backward: 2 reads + 1 write;
+              gradient on 8 x 128256 and 4096 x 32000 (last axis) and
+              [8, 21, 256, 256] along axis 1 (8x21x256x256:1), f32 and bf16,
+              beside a plain kernel moving the same bytes (backward: 2 reads + 1 write;
               cross-entropy: a copy), with cached and with non-temporal
               stores; a table of its own, not in --json/--csv
               (not in the default set)

@@ -108,15 +108,20 @@ HWY_INLINE void StoreLanes(VD v, T* p, std::size_t count) {
 // exp(z) per lane: exp_f64-inl.h's where it equals std::exp to its accuracy (z <= 709
 // and not in the range whose results are subnormal), std::exp for the vector
 // elsewhere (inputs that are not log-probabilities, NaN, the subnormal range).
+// (Out of line, as ExpOutOfLine: the rare path's loop and calls stay out of the pass.)
+HWY_NOINLINE VD StdExpLanes(VD z) {
+  constexpr std::size_t kMaxLanes = cs::kMaxVectorBytes / sizeof(double);
+  HWY_ALIGN double lanes[kMaxLanes];
+  hn::Store(z, DD(), lanes);
+  for (std::size_t j = 0; j < hn::Lanes(DD()); ++j) lanes[j] = std::exp(lanes[j]);
+  return hn::Load(DD(), lanes);
+}
+
 HWY_INLINE VD ExpLanes(DD d, VD z) {
   const auto in_range = hn::And(hn::Le(z, hn::Set(d, 709.0)),
                                 hn::Or(hn::Ge(z, hn::Set(d, cs::kExpF64Cutoff)), hn::Lt(z, hn::Set(d, -746.0))));
   if (HWY_LIKELY(hn::AllTrue(d, in_range))) return cs::ExpF64Flush(d, z, hn::Zero(d));
-  constexpr std::size_t kMaxLanes = cs::kMaxVectorBytes / sizeof(double);
-  HWY_ALIGN double lanes[kMaxLanes];
-  hn::Store(z, d, lanes);
-  for (std::size_t j = 0; j < hn::Lanes(d); ++j) lanes[j] = std::exp(lanes[j]);
-  return hn::Load(d, lanes);
+  return StdExpLanes(z);
 }
 
 // Products of two floats are exact in double: the fused multiply-add rounds once, as
