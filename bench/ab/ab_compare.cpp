@@ -16,9 +16,9 @@
 // o=BYTES past one (o=16: where glibc's malloc puts large blocks, and so std::vector's
 // and NumPy's), since loads that cross cache lines cost more and some kernels take
 // other paths for outputs that are not aligned to the vector; ox=BYTES sets the inputs'
-// offset apart (x, or y and dy). axis=0: softmax or log_softmax down the columns (the
-// column panels) instead of along the rows; a shape of three extents is a batch of such
-// matrices (forward ops only). ob=BYTES gives build B buffers of its own, every one
+// offset apart (x, or y and dy). axis=0: every op down the columns (the column panels;
+// cross-entropy's classes along the rows, PyTorch's (N, C, d) layout) instead of along
+// the rows; a shape of three extents is a batch of such matrices. ob=BYTES gives build B buffers of its own, every one
 // that many bytes past a page: with the same build as A and B, the cost of misaligned
 // rows measured in one process. in=hot (with m=MIB): every call reads the first set's
 // inputs, which stay in cache, and writes the next set's output, which is not: an input
@@ -43,7 +43,7 @@
 namespace {
 
 using Entry = void (*)(int, const void*, void*, long, long, long, int, int);
-using BackwardEntry = void (*)(int, const void*, const void*, void*, long, long, int);
+using BackwardEntry = void (*)(int, const void*, const void*, void*, long, long, long, int, int);
 
 // The sum of the bytes [p, p + bytes) as 64-bit words, on `threads` threads: the
 // output's next reader.
@@ -197,8 +197,7 @@ int main(int argc, char** argv) {
       extents.push_back(std::atol(s.substr(at, end - at).c_str()));
       at = end + 1;
     }
-    if (colon != 1 || (s[0] != 'f' && s[0] != 'b') || extents.size() < 2 || extents.size() > 3 ||
-        (backward && extents.size() == 3)) {
+    if (colon != 1 || (s[0] != 'f' && s[0] != 'b') || extents.size() < 2 || extents.size() > 3) {
       std::fprintf(stderr, "bad shape '%s' (write f:64x1000, b:8x4096 or f:32x81x8732)\n", s.c_str());
       return 2;
     }
@@ -209,7 +208,7 @@ int main(int argc, char** argv) {
     const std::vector<unsigned char> x = normal_values(n, bf16, 3.0f, 7);
     std::vector<unsigned char> y(x.size()), dy, dx;
     if (backward) {
-      forward_a(bf16, x.data(), y.data(), 1, rows, cols, threads, -1);
+      forward_a(bf16, x.data(), y.data(), batch, rows / batch, cols, threads, axis);
       dy = normal_values(n, bf16, 1.0f, 8);
       dx.resize(x.size());
     }
@@ -238,7 +237,8 @@ int main(int argc, char** argv) {
         const auto op = reinterpret_cast<BackwardEntry>(f[k]);
         return block([&] {
           const std::size_t at = next++ % sets, in = hot_inputs ? 0 : at;
-          op(bf16, own.ys[in].data(), own.dys[in].data(), own.dxs[at].data(), rows, cols, threads);
+          op(bf16, own.ys[in].data(), own.dys[in].data(), own.dxs[at].data(), batch, rows / batch, cols, threads,
+             axis);
           then(own.dxs[at]);
         }, rows * cols);
       }

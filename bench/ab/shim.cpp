@@ -37,46 +37,52 @@ extern "C" __attribute__((visibility("default"))) void smax_ab_set_temperature(d
 SMAX_AB_ENTRY(smax_ab_softmax, softmax)
 SMAX_AB_ENTRY(smax_ab_log_softmax, log_softmax)
 
-// dx = op(y, dy) on rows x cols tensors of f32, or of bf16 where `bf16`.
+// dx = op(y, dy) on batch x rows x cols tensors of f32, or of bf16 where `bf16`, along
+// the last axis or, where `axis` is 0, down the rows.
 #define SMAX_AB_BACKWARD_ENTRY(name, op)                                                                      \
   extern "C" __attribute__((visibility("default"))) void name(int bf16, const void* y, const void* dy,      \
-                                                              void* dx, long rows, long cols, int threads) { \
+                                                              void* dx, long batch, long rows, long cols,    \
+                                                              int threads, int axis) {                       \
     const smax::DType dtype = bf16 != 0 ? smax::DType::bf16 : smax::DType::f32;                              \
     smax::BackwardOptions o;                                                                                  \
+    o.axis = axis == 0 ? 1 : -1;                                                                              \
     o.threads = threads;                                                                                      \
-    smax::op(smax::TensorView(y, dtype, {rows, cols}), smax::TensorView(dy, dtype, {rows, cols}),            \
-             smax::MutableTensorView(dx, dtype, {rows, cols}), o);                                            \
+    smax::op(smax::TensorView(y, dtype, {batch, rows, cols}), smax::TensorView(dy, dtype, {batch, rows, cols}), \
+             smax::MutableTensorView(dx, dtype, {batch, rows, cols}), o);                                     \
   }
 
 SMAX_AB_BACKWARD_ENTRY(smax_ab_softmax_backward, softmax_backward)
 SMAX_AB_BACKWARD_ENTRY(smax_ab_log_softmax_backward, log_softmax_backward)
 
-// Cross-entropy (mean over class-index targets, the class axis last) of rows x cols
-// logits x, its gradient to grad: the forward entry's signature (batch, axis unused).
+// Cross-entropy (mean over class-index targets) of batch x rows x cols logits x, its
+// gradient to grad: the classes along the last axis, or where `axis` is 0 along the
+// rows (PyTorch's (N, C, d) layout).
 namespace {
-void cross_entropy(int bf16, const void* x, void* grad, long batch, long rows, long cols, int threads) {
+void cross_entropy(int bf16, const void* x, void* grad, long batch, long rows, long cols, int threads, int axis) {
   const smax::DType dtype = bf16 != 0 ? smax::DType::bf16 : smax::DType::f32;
-  const long n = batch * rows;
+  const long classes = axis == 0 ? rows : cols;
+  const long n = batch * rows * cols / classes;
   static std::vector<std::int64_t> targets;
   if (static_cast<long>(targets.size()) != n) {
     targets.resize(static_cast<std::size_t>(n));
-    for (long i = 0; i < n; ++i) targets[static_cast<std::size_t>(i)] = i * 7919 % cols;
+    for (long i = 0; i < n; ++i) targets[static_cast<std::size_t>(i)] = i * 7919 % classes;
   }
   unsigned char loss[8];
   smax::CrossEntropyOptions o;
-  o.axis = -1;
+  o.axis = axis == 0 ? 1 : -1;
   o.threads = threads;
   smax::CrossEntropyOutputs out;
-  out.grad = smax::MutableTensorView(grad, dtype, {n, cols});
-  smax::cross_entropy(smax::TensorView(x, dtype, {n, cols}), smax::IndexView(targets.data(), {n}),
+  out.grad = smax::MutableTensorView(grad, dtype, {batch, rows, cols});
+  const long target_last = axis == 0 ? cols : rows;
+  smax::cross_entropy(smax::TensorView(x, dtype, {batch, rows, cols}), smax::IndexView(targets.data(), {batch, target_last}),
                       smax::MutableTensorView(loss, dtype, {}), o, out);
 }
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) void smax_ab_cross_entropy(int bf16, const void* x, void* grad,
                                                                              long batch, long rows, long cols,
-                                                                             int threads, int /*axis*/) {
-  cross_entropy(bf16, x, grad, batch, rows, cols, threads);
+                                                                             int threads, int axis) {
+  cross_entropy(bf16, x, grad, batch, rows, cols, threads, axis);
 }
 
 // The same with the gradient written over the logits (later calls take the last
@@ -84,6 +90,6 @@ extern "C" __attribute__((visibility("default"))) void smax_ab_cross_entropy(int
 extern "C" __attribute__((visibility("default"))) void smax_ab_cross_entropy_in_place(int bf16, const void* x,
                                                                                       void* /*grad*/, long batch,
                                                                                       long rows, long cols,
-                                                                                      int threads, int /*axis*/) {
-  cross_entropy(bf16, x, const_cast<void*>(x), batch, rows, cols, threads);
+                                                                                      int threads, int axis) {
+  cross_entropy(bf16, x, const_cast<void*>(x), batch, rows, cols, threads, axis);
 }

@@ -79,8 +79,9 @@ HWY_INLINE void FetchLines(const void* p, std::size_t bytes) {
 // latency of each one's chain of additions, and the wider the block, the more of
 // each class's line the two passes take at a time (rows apart by a stride the
 // hardware prefetchers do not follow). AVX-512's 32 registers hold eight (64 columns:
-// [8, 256, 3136] along axis 1 from DRAM 1.1-1.3x as fast as four on AMD Zen 4, one
-// thread); four elsewhere.
+// log_softmax_backward of [8, 256, 3136] and three other shapes from DRAM 1.1-1.7x as
+// fast as four on AMD Zen 4, one thread; softmax_backward 0.9-1.2x; docs/PERFORMANCE.md,
+// forty-fifth session); four elsewhere.
 inline constexpr std::size_t kVectors = HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3 ? 8 : 4;
 
 // The k-th vector of a block's columns at p: whole, or with kTail the block's only
@@ -390,7 +391,7 @@ HWY_INLINE bool FloatStatsT(const T*, std::ptrdiff_t, std::size_t, std::size_t, 
 enum class ExpsFrom { doubles, floats, computed };
 
 // exp(z) in double, out of line: the float exps' flushed terms, rare, whose inlined
-// exp made the pass 1.5-3 times slower even where it never ran (its constants kept in
+// exp made the pass 1.7-2.3 times slower even where it never ran (its constants kept in
 // registers around the loop, the pass's own values spilled).
 HWY_NOINLINE VD ExpOutOfLine(VD z) { return cs::ExpF64Flush(DD(), z, hn::Zero(DD())); }
 
@@ -435,8 +436,8 @@ HWY_INLINE void CrossEntropyColumnsBlock(const T* x, std::ptrdiff_t xs, T* grad,
     }
     const VD p = hn::Mul(e, inv_d[k]);
     VD g = hn::MulSub(sum_a[k], p, a);
-    // Without a branch: which vectors hold a column's max is data, and a mispredicted
-    // branch there cost 3.5 times the pass (21 classes, AMD Zen 4).
+    // Without a branch: which vectors hold a column's max is data, and the branch took
+    // the pass 1.4 times as long (21 classes, AMD Zen 4).
     const auto exact = hn::And(hn::Eq(v, m[k]), hn::MaskFromVec(near_one[k]));
     const VD rest = hn::Add(hn::Sub(sum_hi[k], a), sum_lo[k]);
     g = hn::IfThenElse(exact, hn::MulAdd(sum_a[k], p_minus_one[k], rest), g);
