@@ -14,6 +14,8 @@
 #include <cstddef>
 #include <type_traits>
 
+#include "core/cache_line.hpp"
+
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "training/simd/gradient_columns.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -72,7 +74,7 @@ HWY_INLINE void SumDownTheAxis(LaneSum (&sums)[K], std::size_t n, Add&& add) {
 HWY_INLINE void FetchLines(const void* p, std::size_t bytes) {
   if (p == nullptr) return;
   const char* at = static_cast<const char*>(p);
-  for (std::size_t b = 0; b < bytes; b += 64) hwy::Prefetch(at + b);
+  for (std::size_t b = 0; b < bytes; b += smax::detail::kCacheLineBytes) hwy::Prefetch(at + b);
 }
 
 // Double vectors a backward block takes side by side: independent sums hide the
