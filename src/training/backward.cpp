@@ -121,13 +121,9 @@ Request validate(Kind kind, const TensorView& y, const TensorView& dy, const Mut
   r.fold = training::fold_rows(batch, strides);
   r.threads = training::thread_count(o.threads, r.fold.rows, r.length);
   r.stream = streams_dx(o.stores, r.dtype, r.fold.rows * r.length);
-  r.columns = 0;
   const bool axis_contiguous = r.y_stride == 1 && r.dy_stride == 1 && r.dx_stride == 1;
-  if (r.dtype != DType::f64 && !axis_contiguous && r.fold.rank > 0) {
-    const auto inner = static_cast<std::size_t>(r.fold.rank - 1);
-    const bool unit = r.fold.strides[0][inner] == 1 && r.fold.strides[1][inner] == 1 && r.fold.strides[2][inner] == 1;
-    if (unit && r.fold.shape[inner] >= 2) r.columns = r.fold.shape[inner];
-  }
+  constexpr int kViews[] = {0, 1, 2};  // y, dy, dx
+  r.columns = r.dtype != DType::f64 && !axis_contiguous ? training::lane_columns(r.fold, kViews) : 0;
   return r;
 }
 

@@ -259,13 +259,11 @@ Request validate(const Checker& check, const TensorView& logits, const TensorVie
   r.threads = training::thread_count(o.threads, r.fold.rows, classes);
   r.grad_call_streams = streams_grad(o.stores, r);
   r.stream = r.grad_call_streams && r.grad != r.logits;
-  if (r.dtype != DType::f64 && r.index_targets && classes > 0 && r.class_stride[kLogits] != 1 && r.fold.rank > 0) {
-    const auto inner = static_cast<std::size_t>(r.fold.rank - 1);
-    const auto unit = [&](View v) { return r.fold.strides[v][inner] == 1; };
-    if (unit(kLogits) && (r.grad == nullptr || unit(kGrad)) && (r.log_prob == nullptr || unit(kLogProb)) &&
-        r.fold.shape[inner] >= 2) {
-      r.columns = r.fold.shape[inner];
-    }
+  if (r.dtype != DType::f64 && r.index_targets && classes > 0 && r.class_stride[kLogits] != 1) {
+    std::vector<int> views = {kLogits};  // and the outputs asked for
+    if (r.grad != nullptr) views.push_back(kGrad);
+    if (r.log_prob != nullptr) views.push_back(kLogProb);
+    r.columns = training::lane_columns(r.fold, views);
   }
   return r;
 }
@@ -462,13 +460,14 @@ class RowKernel {
     for (std::size_t j = 0; j < count; ++j) {
       const auto i = static_cast<std::int64_t>(j);
       const std::int64_t t = index_at(r_.target, r_.index_type, first.target + i * step[kTarget]);
-      const bool ignored = (r_.ignore_index && t == *r_.ignore_index) || !std::isfinite(p.m[j]);
-      p.ignored[j] = r_.ignore_index && t == *r_.ignore_index ? 1.0 : 0.0;
+      const bool ignored = r_.ignore_index && t == *r_.ignore_index;
+      p.ignored[j] = ignored ? 1.0 : 0.0;
       // Ignored targets and non-finite maxes read no logit (the kernels replace the lanes).
-      p.target[j] = ignored ? -1.0 : static_cast<double>(t);
-      p.target_weight[j] = ignored ? 0.0 : weight_of(r_, t);
+      const bool idle = ignored || !std::isfinite(p.m[j]);
+      p.target[j] = idle ? -1.0 : static_cast<double>(t);
+      p.target_weight[j] = idle ? 0.0 : weight_of(r_, t);
       // Before a gradient in place overwrites it.
-      p.target_logit[j] = ignored ? 0.0 : cpu::Element<T>::template load<double>(x[t * xs + i]);
+      p.target_logit[j] = idle ? 0.0 : cpu::Element<T>::template load<double>(x[t * xs + i]);
     }
     training::simd::cross_entropy_column_terms(count, p);
     if (grad_ != nullptr || log_prob_ != nullptr || p.spread != 0) {

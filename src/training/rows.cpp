@@ -143,6 +143,15 @@ void RowCursor::next() {
   }
 }
 
+std::int64_t lane_columns(const RowFold& fold, std::span<const int> views) {
+  if (fold.rank == 0) return 0;
+  const auto inner = static_cast<std::size_t>(fold.rank - 1);
+  for (int v : views) {
+    if (fold.strides[static_cast<std::size_t>(v)][inner] != 1) return 0;
+  }
+  return fold.shape[inner] >= 2 ? fold.shape[inner] : 0;
+}
+
 int thread_count(int requested, std::int64_t rows, std::int64_t length) {
   // Below this many elements a parallel region costs more than the work.
   constexpr std::int64_t kMinParallelElements = 1 << 15;

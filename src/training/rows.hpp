@@ -67,6 +67,12 @@ RowFold fold_rows(std::span<const std::int64_t> batch_shape, std::span<const Str
 // A view's strides without the entry of `axis` (axis < 0: all of them).
 Strides batch_strides(std::span<const std::int64_t> strides, int axis);
 
+// How many rows lie side by side in the fold's innermost dimension where every view
+// in `views` has unit stride there: the rows the vector lanes can take one each
+// (training/simd/gradient_columns.hpp); 0 where a view does not, or where fewer than
+// two would.
+std::int64_t lane_columns(const RowFold& fold, std::span<const int> views);
+
 // Element offsets of every view for rows begin, begin + 1, ...: an odometer.
 class RowCursor {
  public:
