@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <optional>
 #include <string>
@@ -23,6 +24,7 @@
 #include <hwy/aligned_allocator.h>
 #include <hwy/cache_control.h>
 
+#include "core/cache_line.hpp"
 #include "core/format.hpp"
 #include "core/stats.hpp"
 #include "cpu/element.hpp"
@@ -356,6 +358,18 @@ class AlignedFloats {
     return data_.get();
   }
 
+  // At least n floats half a page from `from` (addresses modulo 4096), on a cache
+  // line: the exps stored and loaded back a row at a time never share their low
+  // twelve address bits with the row's logits or gradient nearby (as the forward's
+  // buffer, cpu/fused.cpp).
+  float* reserve_half_a_page_from(std::size_t n, const void* from) {
+    constexpr std::uintptr_t kPage = 4096;
+    constexpr std::uintptr_t kLine = detail::kCacheLineBytes;
+    const auto base = reinterpret_cast<std::uintptr_t>(reserve(n + kPage / sizeof(float)));
+    const std::uintptr_t want = (reinterpret_cast<std::uintptr_t>(from) + kPage / 2) / kLine * kLine;
+    return data_.get() + (want - base) % kPage / sizeof(float);
+  }
+
  private:
   hwy::AlignedFreeUniquePtr<float[]> data_;
   std::size_t capacity_ = 0;
@@ -365,6 +379,7 @@ class AlignedFloats {
 // replaces them), and the max of each block of the row.
 struct Scratch {
   AlignedFloats exps;
+  std::vector<std::int64_t> x_rows, grad_rows;  // RowKernel::run_row_batch's rows
   std::vector<float> block_max;
   std::vector<double> wide;  // a block of 16-bit logits widened (logit_stats)
   std::vector<double> columns;      // RowKernel::run_columns's per-column arrays
@@ -381,6 +396,11 @@ std::int64_t columns_per_piece(std::int64_t classes) {
   const std::int64_t fit = kColumnExpsBytes / (static_cast<std::int64_t>(sizeof(double)) * classes);
   return std::clamp<std::int64_t>(fit / 32 * 32, 32, 512);
 }
+
+// RowKernel::run_row_batch: rows of up to kBatchedClasses classes go a batch at a
+// time, as many as keep about kRowBatchExps exps (32 KiB of floats, in L1).
+constexpr std::int64_t kBatchedClasses = 1024;
+constexpr std::int64_t kRowBatchExps = 8192;
 
 // The storage types of the vectorised kernels (training/simd/).
 template <class T>
@@ -415,32 +435,15 @@ class RowKernel {
     const auto n = static_cast<std::size_t>(r_.classes);
     const std::ptrdiff_t xs = r_.class_stride[kLogits];
     const T* x = x_ + first.logits;
-    constexpr std::size_t kArrays = 17;  // the per-column arrays below
-    const std::size_t room = (count + training::simd::kColumnArrayPadding - 1) /
-                             training::simd::kColumnArrayPadding * training::simd::kColumnArrayPadding;
-    // Every entry a lane reads is written first; the padding keeps whatever it held.
-    if (scratch.columns.size() < room * kArrays) scratch.columns.resize(room * kArrays);
-    double* next_array = scratch.columns.data();
-    const auto array = [&] { return std::exchange(next_array, next_array + room); };
-    training::simd::CrossEntropyColumns p;
-    for (double** a : {&p.m, &p.at_max, &p.below, &p.target, &p.target_weight, &p.target_logit, &p.ignored, &p.log_d,
-                       &p.d, &p.inv_d, &p.p_minus_one, &p.sum_hi, &p.sum_lo, &p.sum_a, &p.target_coefficient,
-                       &p.spread_offsets, &p.loss}) {
-      *a = array();
-    }
-    p.exps_stride = room;
-    p.keep = 1.0 - r_.smoothing;
-    p.spread = r_.smoothing / static_cast<double>(r_.classes);
-    p.spread_weight_sum = p.spread * weight_sum_;
+    training::simd::CrossEntropyColumns p = sample_arrays(count, scratch);
     p.class_weight = p.spread != 0 ? class_weight_.data() : nullptr;
-    p.scale = grad_scale_;
 
     // Float exps where they meet the bars (as run()'s: 16-bit rows whose gradient may
     // cancel take double exps), unless flushed terms matter (as run() redoes them).
     bool in_float = false;
     if (!double_exps_) {
       if (grad_ != nullptr) {
-        if (scratch.column_float_exps.size() < n * room) scratch.column_float_exps.resize(n * room);
+        if (scratch.column_float_exps.size() < n * p.exps_stride) scratch.column_float_exps.resize(n * p.exps_stride);
         p.float_exps = scratch.column_float_exps.data();
       }
       in_float = training::simd::cross_entropy_column_stats_in_float(x, xs, n, count, p);
@@ -452,23 +455,14 @@ class RowKernel {
     if (!in_float) {
       p.float_exps = nullptr;
       if (grad_ != nullptr) {
-        if (scratch.column_exps.size() < n * room) scratch.column_exps.resize(n * room);
+        if (scratch.column_exps.size() < n * p.exps_stride) scratch.column_exps.resize(n * p.exps_stride);
         p.exps = scratch.column_exps.data();
       }
       training::simd::cross_entropy_column_stats(x, xs, n, count, p);
     }
-    for (std::size_t j = 0; j < count; ++j) {
-      const auto i = static_cast<std::int64_t>(j);
-      const std::int64_t t = index_at(r_.target, r_.index_type, first.target + i * step[kTarget]);
-      const bool ignored = r_.ignore_index && t == *r_.ignore_index;
-      p.ignored[j] = ignored ? 1.0 : 0.0;
-      // Ignored targets and non-finite maxes read no logit (the kernels replace the lanes).
-      const bool idle = ignored || !std::isfinite(p.m[j]);
-      p.target[j] = idle ? -1.0 : static_cast<double>(t);
-      p.target_weight[j] = idle ? 0.0 : weight_of(r_, t);
-      // Before a gradient in place overwrites it.
-      p.target_logit[j] = idle ? 0.0 : cpu::Element<T>::template load<double>(x[t * xs + i]);
-    }
+    gather_targets(
+        count, p, [&](std::size_t j) { return first.target + static_cast<std::int64_t>(j) * step[kTarget]; },
+        [&](std::size_t j, std::int64_t t) { return x[t * xs + static_cast<std::int64_t>(j)]; });
     training::simd::cross_entropy_column_terms(count, p);
     if (grad_ != nullptr || log_prob_ != nullptr || p.spread != 0) {
       training::simd::cross_entropy_columns(x, xs, grad_ != nullptr ? grad_ + first.grad : nullptr,
@@ -478,6 +472,59 @@ class RowKernel {
     }
     training::simd::cross_entropy_column_losses(count, p);
     std::copy_n(p.loss, count, loss);
+  }
+
+  // Whether rows go through run_row_batch: those of run_with_stored_exps of one block
+  // each, short enough that a call a row costs more than its elements (without
+  // log-probabilities, which that path writes in a scalar loop).
+  bool runs_row_batches() const {
+    return kSimd && stored_exps_ && log_prob_ == nullptr && r_.classes > 0 && r_.classes <= kBatchedClasses;
+  }
+  std::size_t rows_per_batch() const {
+    return static_cast<std::size_t>(std::clamp<std::int64_t>(kRowBatchExps / r_.classes, 8, 256));
+  }
+
+  // run_with_stored_exps over `count` samples at once: its two passes each a kernel
+  // over every row (training/simd/gradient_rows.hpp), the per-row scalar work between
+  // them (log1p, 1 / d, the target's gradient) in double lanes across the samples, as
+  // run_columns computes it. Writes each loss to loss[j].
+  void run_row_batch(const Sample* s, std::size_t count, Scratch& scratch, double* loss) const {
+    if constexpr (kSimd) {
+      const auto n = static_cast<std::size_t>(r_.classes);
+      training::simd::CrossEntropyColumns p = sample_arrays(count, scratch);
+      scratch.x_rows.resize(count);
+      scratch.grad_rows.resize(count);
+      for (std::size_t j = 0; j < count; ++j) {
+        scratch.x_rows[j] = s[j].logits;
+        scratch.grad_rows[j] = s[j].grad;
+      }
+      float* exps = scratch.exps.reserve_half_a_page_from(count * n, x_ + s[0].logits);
+      // The gradient's lines fetched for writing beside the exps, as run_with_stored_exps's
+      // (where it goes through the cache and is not the logits).
+      const bool fetch = grad_ != x_ && !r_.stream;
+      training::simd::cross_entropy_rows_stats(x_, scratch.x_rows.data(), exps, fetch ? grad_ : nullptr,
+                                               scratch.grad_rows.data(), n, count, p);
+      gather_targets(
+          count, p, [&](std::size_t j) { return s[j].target; },
+          [&](std::size_t j, std::int64_t t) { return x_[s[j].logits + t]; });
+      training::simd::cross_entropy_column_terms(count, p);
+      training::simd::cross_entropy_column_target_gradients(count, p);
+      const auto* weight = p.spread != 0 ? reinterpret_cast<const T*>(r_.weight) : nullptr;
+      training::simd::cross_entropy_rows_write(x_, scratch.x_rows.data(), exps, grad_, scratch.grad_rows.data(),
+                                               weight, n, count, p, r_.stream);
+      if (r_.stream) hwy::FlushStream();  // the rows' streaming stores, before the targets' own
+      for (std::size_t j = 0; j < count; ++j) {
+        if (p.ignored[j] != 0) {
+          fill_grad(s[j], 0.0);
+        } else if (!std::isfinite(p.m[j])) {
+          fill_grad(s[j], kNaN);  // as run_with_stored_exps: NaN rows, all -inf included
+        } else {
+          store(grad_, s[j].grad + static_cast<std::int64_t>(p.target[j]), p.target_grad[j]);
+        }
+      }
+      training::simd::cross_entropy_column_losses(count, p);
+      std::copy_n(p.loss, count, loss);
+    }
   }
 
   // The row's loss (before reduction); writes its gradient and log-probabilities.
@@ -519,6 +566,47 @@ class RowKernel {
   }
 
  private:
+  // CrossEntropyColumns's per-sample arrays for `count` samples, in the scratch, and
+  // the request's constants (not the class weights).
+  training::simd::CrossEntropyColumns sample_arrays(std::size_t count, Scratch& scratch) const {
+    constexpr std::size_t kArrays = 18;  // the per-sample arrays below
+    const std::size_t room = (count + training::simd::kColumnArrayPadding - 1) /
+                             training::simd::kColumnArrayPadding * training::simd::kColumnArrayPadding;
+    // Every entry a lane reads is written first; the padding keeps whatever it held.
+    if (scratch.columns.size() < room * kArrays) scratch.columns.resize(room * kArrays);
+    double* next_array = scratch.columns.data();
+    const auto array = [&] { return std::exchange(next_array, next_array + room); };
+    training::simd::CrossEntropyColumns p;
+    for (double** a : {&p.m, &p.at_max, &p.below, &p.target, &p.target_weight, &p.target_logit, &p.ignored, &p.log_d,
+                       &p.d, &p.inv_d, &p.p_minus_one, &p.sum_hi, &p.sum_lo, &p.sum_a, &p.target_coefficient,
+                       &p.spread_offsets, &p.loss, &p.target_grad}) {
+      *a = array();
+    }
+    p.exps_stride = room;
+    p.keep = 1.0 - r_.smoothing;
+    p.spread = r_.smoothing / static_cast<double>(r_.classes);
+    p.spread_weight_sum = p.spread * weight_sum_;
+    p.scale = grad_scale_;
+    return p;
+  }
+
+  // Each sample's target, its weight and its logit (logit(j, t), read before a
+  // gradient in place overwrites it), and whether it is ignored, after the stats:
+  // ignored samples and non-finite maxes read no logit (the kernels replace them).
+  template <class TargetOffset, class Logit>
+  void gather_targets(std::size_t count, const training::simd::CrossEntropyColumns& p, TargetOffset&& target_offset,
+                      Logit&& logit) const {
+    for (std::size_t j = 0; j < count; ++j) {
+      const std::int64_t t = index_at(r_.target, r_.index_type, target_offset(j));
+      const bool ignored = r_.ignore_index && t == *r_.ignore_index;
+      p.ignored[j] = ignored ? 1.0 : 0.0;
+      const bool idle = ignored || !std::isfinite(p.m[j]);
+      p.target[j] = idle ? -1.0 : static_cast<double>(t);
+      p.target_weight[j] = idle ? 0.0 : weight_of(r_, t);
+      p.target_logit[j] = idle ? 0.0 : cpu::Element<T>::template load<double>(logit(j, t));
+    }
+  }
+
   // The rest of run() after the row's (max, sum): the loss, and the gradient if asked.
   double loss_and_gradient(const Sample& s, std::int64_t t, bool ignored, const Stats<double>& stats,
                            double log_d) const {
@@ -865,6 +953,20 @@ void run_rows(const Request& r, const RowKernel<T>& kernel, std::vector<double>&
   training::for_rows(r.fold.rows, r.threads, [&](std::int64_t begin, std::int64_t end) {
     RowCursor at(r.fold, begin);
     Scratch scratch;
+    if (kernel.runs_row_batches()) {
+      std::vector<Sample> batch(kernel.rows_per_batch());
+      std::vector<double> losses(batch.size());
+      for (std::int64_t row = begin; row < end;) {
+        std::size_t count = 0;
+        for (; count < batch.size() && row + static_cast<std::int64_t>(count) < end; ++count, at.next()) {
+          batch[count] = {at.offset(kLogits), at.offset(kTarget), at.offset(kLoss), at.offset(kGrad),
+                          at.offset(kLogProb)};
+        }
+        kernel.run_row_batch(batch.data(), count, scratch, losses.data());
+        for (std::size_t j = 0; j < count; ++j, ++row) store_loss<T>(r, row, batch[j].loss, losses[j], row_loss);
+      }
+      return;
+    }
     for (std::int64_t row = begin; row < end; ++row, at.next()) {
       Sample sample{at.offset(kLogits), at.offset(kTarget), at.offset(kLoss), at.offset(kGrad), at.offset(kLogProb)};
       if (kernel.prefetches_next_row() && row + 1 < end) {

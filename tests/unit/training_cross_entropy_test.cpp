@@ -576,6 +576,92 @@ TEST_F(CrossEntropy, VectorisedRowsOnEveryTargetMeetTheBar) {
   }
 }
 
+// Short contiguous rows (up to 1024 classes) with a gradient and no log-probabilities
+// go a batch of rows at a time (RowKernel::run_row_batch: the rows' passes as kernels
+// over the batch, the per-row terms in double lanes across it): every Highway target,
+// batches full and partial, every option drawn, logits around 30000, confident rows
+// (every other logit 25 to 40 or 95 to 96 below the target's), a row with a NaN logit,
+// one with +inf, one all -inf, one whose target's logit is -inf, a masked class; in
+// place, streamed and on three threads the same bits.
+TEST_F(CrossEntropy, RowBatchesOnEveryTargetMeetTheBar) {
+  constexpr std::int64_t kClasses[] = {1, 2, 5, 17, 100, 1000, 1024};
+  constexpr std::int64_t kRows[] = {3, 300};
+  constexpr Reduction kReductions[] = {Reduction::none, Reduction::sum, Reduction::mean};
+  int trial = 0;
+  for (std::int64_t target : simd_targets()) {
+    SCOPED_TRACE(hwy::TargetName(target));
+    with_target(target, [&] {
+      for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+        for (std::int64_t classes : kClasses) {
+          for (std::int64_t rows : kRows) {
+            ++trial;
+            Call c;
+            c.dtype = dtype;
+            c.shape = {rows, classes};
+            c.axis = trial % 2 ? -1 : 1;
+            c.layout = trial % 3 == 0 ? Layout::misaligned : Layout::contiguous;
+            c.targets = trial % 2 ? Targets::i64 : Targets::i32;
+            c.weighted = trial % 4 < 2;
+            c.smoothing = dtype == DType::f32 && trial % 5 >= 2 ? 0.1 : 0.0;
+            c.reduction = kReductions[trial % 3];
+            if (trial % 7 < 3) c.ignore_index = trial % 2 ? -100 : 0;
+            c.want_log_prob = false;
+            c.threads = 1;
+            SCOPED_TRACE(c.describe() + " trial " + std::to_string(trial));
+            Prepared p = prepare(c, rng(), trial % 5 == 0 ? 40 : 3);
+            const std::vector<std::int64_t>& t = p.reference_case.indices;
+            const auto ignored = [&](std::int64_t r) {
+              return c.ignore_index && t[static_cast<std::size_t>(r)] == *c.ignore_index;
+            };
+            if (trial % 7 == 6) {
+              for (std::int64_t i = 0; i < p.logits.numel(); ++i) p.logits.set_at(i, p.logits.at(i) + 30000);
+            }
+            if (classes >= 5 && rows >= 300) {
+              p.logits.set_at(0 * classes + 2, kNaN);
+              p.logits.set_at(1 * classes + classes - 1, kInf);
+              for (std::int64_t k = 0; k < classes; ++k) p.logits.set_at(2 * classes + k, -kInf);
+              if (!ignored(3)) p.logits.set_at(3 * classes + t[3], -kInf);
+              const std::int64_t masked = classes / 2;
+              for (std::int64_t r = 4; r < rows; ++r) {
+                if (t[static_cast<std::size_t>(r)] != masked) p.logits.set_at(r * classes + masked, -kInf);
+              }
+              std::uniform_real_distribution<double> near(-40, -25), far(-96, -95);
+              for (std::int64_t r = 10; r < 20; ++r) {
+                if (ignored(r)) continue;
+                const std::int64_t tr = t[static_cast<std::size_t>(r)];
+                for (std::int64_t k = 0; k < classes; ++k) {
+                  if (k != tr && k != masked) p.logits.set_at(r * classes + k, 2 + (r < 15 ? near(rng()) : far(rng())));
+                }
+                p.logits.set_at(r * classes + tr, 2);
+              }
+            }
+            p.reference_case.logits = values_of(p.logits);
+            Outputs out = make_outputs(c);
+            run(c, p, out);
+            check(c, p, out);
+            TestTensor in_place = p.logits;
+            TestTensor loss = out.loss;
+            CrossEntropyOutputs extra;
+            extra.grad = in_place.mutable_view();
+            cross_entropy(in_place.view(), p.indices->view(), loss.mutable_view(), options_of(c, p), extra);
+            for (std::int64_t i = 0; i < in_place.numel(); ++i) {
+              const double a = static_cast<double>(in_place.at(i));
+              const double b = static_cast<double>(out.grad.at(i));
+              ASSERT_TRUE(a == b || (std::isnan(a) && std::isnan(b))) << i;
+            }
+            EXPECT_EQ(loss.bytes(), out.loss.bytes());
+            c.threads = 3;
+            c.stores = trial % 2 ? Stores::streaming : Stores::automatic;
+            Outputs threaded = make_outputs(c);
+            run(c, p, threaded);
+            expect_same_bytes(out, threaded);
+          }
+        }
+      }
+    });
+  }
+}
+
 // Samples of (N, C, d1, ...) along the class axis 1 lie across the vector lanes
 // (training/simd/gradient_columns.hpp) for f32, f16 and bf16 with class-index targets:
 // every Highway target, class counts from 1 to 300, widths around every vector width

@@ -560,6 +560,28 @@ HWY_INLINE void ColumnLossesT(std::size_t columns, const CrossEntropyColumns& p)
   }
 }
 
+// The write pass's gradient (CrossEntropyColumnsBlock) at each sample's target class.
+HWY_INLINE void ColumnTargetGradientsT(std::size_t columns, const CrossEntropyColumns& p) {
+  const DD d;
+  const std::size_t N = hn::Lanes(d);
+  for (std::size_t j = 0; j < columns; j += N) {
+    const VD m = hn::LoadU(d, p.m + j);
+    const VD v = hn::LoadU(d, p.target_logit + j);
+    const VD sum_a = hn::LoadU(d, p.sum_a + j);
+    // a_t = (1 - s) w_t + spread w_t, rounded as the scalar coefficient() rounds it.
+    const VD a = hn::Add(hn::LoadU(d, p.target_coefficient + j),
+                         hn::Mul(hn::Set(d, p.spread), hn::LoadU(d, p.target_weight + j)));
+    // Flushed below DBL_MIN, where std::exp would give a subnormal p: S p then rounds
+    // to 0 in every storage type.
+    const VD e = cs::ExpF64Flush(d, hn::Sub(v, m), hn::Zero(d));
+    VD g = hn::MulSub(sum_a, hn::Mul(e, hn::LoadU(d, p.inv_d + j)), a);
+    const auto exact = hn::And(hn::Eq(v, m), hn::Lt(hn::LoadU(d, p.d + j), hn::Set(d, 2.0)));
+    const VD rest = hn::Add(hn::Sub(hn::LoadU(d, p.sum_hi + j), a), hn::LoadU(d, p.sum_lo + j));
+    g = hn::IfThenElse(exact, hn::MulAdd(sum_a, hn::LoadU(d, p.p_minus_one + j), rest), g);
+    hn::StoreU(hn::Mul(g, hn::Set(d, p.scale)), d, p.target_grad + j);
+  }
+}
+
 // Plain names per storage type, for HWY_EXPORT.
 #define SMAX_COLUMN_KERNELS(Suffix, T)                                                                           \
   void SoftmaxBackwardColumns##Suffix(const T* y, const T* dy, T* dx, ColumnStrides s, std::size_t n,            \
@@ -591,6 +613,9 @@ SMAX_COLUMN_KERNELS(BF16, bfloat16)
 
 void ColumnTerms(std::size_t columns, const CrossEntropyColumns& piece) { ColumnTermsT(columns, piece); }
 void ColumnLosses(std::size_t columns, const CrossEntropyColumns& piece) { ColumnLossesT(columns, piece); }
+void ColumnTargetGradients(std::size_t columns, const CrossEntropyColumns& piece) {
+  ColumnTargetGradientsT(columns, piece);
+}
 
 }  // namespace smax::training::simd::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -634,11 +659,15 @@ SMAX_EXPORT_COLUMN_KERNELS(BF16, bfloat16)
 
 HWY_EXPORT(ColumnTerms);
 HWY_EXPORT(ColumnLosses);
+HWY_EXPORT(ColumnTargetGradients);
 void cross_entropy_column_terms(std::size_t columns, const CrossEntropyColumns& piece) {
   HWY_DYNAMIC_DISPATCH(ColumnTerms)(columns, piece);
 }
 void cross_entropy_column_losses(std::size_t columns, const CrossEntropyColumns& piece) {
   HWY_DYNAMIC_DISPATCH(ColumnLosses)(columns, piece);
+}
+void cross_entropy_column_target_gradients(std::size_t columns, const CrossEntropyColumns& piece) {
+  HWY_DYNAMIC_DISPATCH(ColumnTargetGradients)(columns, piece);
 }
 
 }  // namespace smax::training::simd

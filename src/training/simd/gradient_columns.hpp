@@ -83,6 +83,7 @@ struct CrossEntropyColumns {
   double* target_coefficient;
   double* spread_offsets;
   double* loss;
+  double* target_grad = nullptr;         // cross_entropy_column_target_gradients's output
   const double* class_weight = nullptr;  // w_c per class, where spread != 0
   double keep = 1;                       // 1 - smoothing
   double spread = 0;                     // smoothing / classes
@@ -125,5 +126,11 @@ void cross_entropy_columns(const bfloat16* x, std::ptrdiff_t x_stride, bfloat16*
                            const CrossEntropyColumns& piece);
 
 void cross_entropy_column_losses(std::size_t columns, const CrossEntropyColumns& piece);
+
+// Each sample's gradient at its target class, as the write pass computes it, into
+// target_grad (after cross_entropy_column_terms; any value where the sample is ignored
+// or its max is not finite): for rows written in float lanes (gradient_rows.hpp's
+// cross_entropy_rows_write), whose target the caller stores apart.
+void cross_entropy_column_target_gradients(std::size_t columns, const CrossEntropyColumns& piece);
 
 }  // namespace smax::training::simd

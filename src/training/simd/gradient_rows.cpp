@@ -902,7 +902,9 @@ double BlockGradientFromExps(const T* x, const float* e, T* grad, const T* weigh
   const DW dw;
   const std::size_t N = hn::Lanes(df);
   // exp(x - m) = exp(x - m_b) * exp(m_b - m): the block's factor joins P.
-  const double block_factor = std::exp(static_cast<double>(block_max) - static_cast<double>(row.m));
+  // (1 exactly for a row of one block, without a libm call a row.)
+  const double block_factor =
+      block_max == row.m ? 1.0 : std::exp(static_cast<double>(block_max) - static_cast<double>(row.m));
   const GradientFactors factors(df, row.coefficient_sum * row.inv_d * row.scale * block_factor,
                                 row.spread * row.scale);
   const VF vm = hn::Set(df, row.m);
@@ -948,6 +950,68 @@ double CrossEntropyBlockFromExpsT(const T* x, const float* e, T* grad, const T* 
              : BlockGradientFromExps<false>(x, e, grad, weight, n, block_max, row, want_offsets, next);
 }
 
+// cross_entropy_rows_stats: each row as run_with_stored_exps takes a row of one block
+// (its max as cpu/simd's f32_rmax finds it, then StoreExps).
+template <class T>
+void CrossEntropyRowsStatsT(const T* x, const std::int64_t* x_rows, float* e, T* fetch,
+                            const std::int64_t* fetch_rows, std::size_t n, std::size_t rows,
+                            const CrossEntropyColumns& p) {
+  const std::size_t N = hn::Lanes(DF());
+  float next_max = 0;
+  for (std::size_t j = 0; j < rows; ++j) {
+    const T* row = x + x_rows[j];
+    float m = next_max;
+    if (j == 0) {
+      cs::MaxLanes<T, 4> max;
+      std::size_t i = 0;
+      for (; i + 4 * N <= n; i += 4 * N) max.Add(row + i, 4 * N);
+      max.AddAny(row + i, n - i);
+      m = max.Result(row, n);
+    }
+    // The next row's max beside this row's exps (StoreExpsAndNextMax), or alone where
+    // this row has none.
+    const T* next = j + 1 < rows ? x + x_rows[j + 1] : nullptr;
+    cs::MaxLanes<T, 2> max;
+    BlockExpSum sum;
+    T* write_ahead = fetch != nullptr ? fetch + fetch_rows[j] : nullptr;
+    if (std::isfinite(m)) {
+      sum = StoreExps(row, e + j * n, n, m, write_ahead, [&](std::size_t i, std::size_t count) SMAX_INLINE_LAMBDA {
+        if (next != nullptr) max.AddWithin(next, n, i, count);
+      });
+    } else if (next != nullptr) {
+      max.AddAny(next, n);
+    }
+    if (next != nullptr) next_max = max.Result(next, n);
+    p.m[j] = static_cast<double>(m);
+    p.at_max[j] = static_cast<double>(sum.at_max);
+    p.below[j] = sum.below_max;
+  }
+}
+
+// cross_entropy_rows_write: each active row as cross_entropy_block_from_exps writes it.
+template <class T>
+void CrossEntropyRowsWriteT(const T* x, const std::int64_t* x_rows, const float* e, T* grad,
+                            const std::int64_t* grad_rows, const T* weight, std::size_t n, std::size_t rows,
+                            const CrossEntropyColumns& p, bool stream) {
+  const bool want_offsets = p.spread != 0;
+  CrossEntropyRow row;
+  row.spread = p.spread;
+  row.scale = p.scale;
+  for (std::size_t j = 0; j < rows; ++j) {
+    if (p.ignored[j] != 0 || !std::isfinite(p.m[j])) continue;
+    row.m = static_cast<float>(p.m[j]);
+    row.coefficient_sum = p.sum_a[j];
+    row.inv_d = p.inv_d[j];
+    const T* xj = x + x_rows[j];
+    T* gj = grad + grad_rows[j];
+    const double offsets =
+        Streams(stream, gj)
+            ? BlockGradientFromExps<true>(xj, e + j * n, gj, weight, n, row.m, row, want_offsets, NextRow{})
+            : BlockGradientFromExps<false>(xj, e + j * n, gj, weight, n, row.m, row, want_offsets, NextRow{});
+    if (want_offsets) p.spread_offsets[j] = offsets;
+  }
+}
+
 // Plain names per storage type, for HWY_EXPORT.
 #define SMAX_GRADIENT_KERNELS(Suffix, T)                                                                          \
   SplitSum SumOfProducts##Suffix(const T* y, const T* dy, std::size_t n, NextRow next) {                          \
@@ -977,6 +1041,16 @@ double CrossEntropyBlockFromExpsT(const T* x, const float* e, T* grad, const T* 
                                            float block_max, const CrossEntropyRow& row, bool want_offsets,        \
                                            NextRow next, bool stream) {                                           \
     return CrossEntropyBlockFromExpsT(x, e, grad, weight, n, block_max, row, want_offsets, next, stream);         \
+  }                                                                                                               \
+  void CrossEntropyRowsStats##Suffix(const T* x, const std::int64_t* x_rows, float* e, T* fetch,                 \
+                                     const std::int64_t* fetch_rows, std::size_t n, std::size_t rows,             \
+                                     const CrossEntropyColumns& p) {                                              \
+    CrossEntropyRowsStatsT(x, x_rows, e, fetch, fetch_rows, n, rows, p);                                          \
+  }                                                                                                               \
+  void CrossEntropyRowsWrite##Suffix(const T* x, const std::int64_t* x_rows, const float* e, T* grad,             \
+                                     const std::int64_t* grad_rows, const T* weight, std::size_t n,               \
+                                     std::size_t rows, const CrossEntropyColumns& p, bool stream) {               \
+    CrossEntropyRowsWriteT(x, x_rows, e, grad, grad_rows, weight, n, rows, p, stream);                            \
   }
 
 SMAX_GRADIENT_KERNELS(F32, float)
@@ -999,6 +1073,8 @@ namespace smax::training::simd {
   HWY_EXPORT(StoreExps##Suffix);                                                                               \
   HWY_EXPORT(StoreExpsAndNextMax##Suffix);                                                                     \
   HWY_EXPORT(CrossEntropyBlockFromExps##Suffix);                                                               \
+  HWY_EXPORT(CrossEntropyRowsStats##Suffix);                                                                   \
+  HWY_EXPORT(CrossEntropyRowsWrite##Suffix);                                                                   \
   SplitSum sum_of_products(const T* y, const T* dy, std::size_t n, NextRow next) {                             \
     return HWY_DYNAMIC_DISPATCH(SumOfProducts##Suffix)(y, dy, n, next);                                        \
   }                                                                                                            \
@@ -1029,6 +1105,17 @@ namespace smax::training::simd {
                                        NextRow next, bool stream) {                                            \
     return HWY_DYNAMIC_DISPATCH(CrossEntropyBlockFromExps##Suffix)(x, e, grad, weight, n, block_max, row,      \
                                                                    want_offsets, next, stream);                \
+  }                                                                                                            \
+  void cross_entropy_rows_stats(const T* x, const std::int64_t* x_rows, float* e, T* fetch,                   \
+                                const std::int64_t* fetch_rows, std::size_t n, std::size_t rows,               \
+                                const CrossEntropyColumns& p) {                                                \
+    HWY_DYNAMIC_DISPATCH(CrossEntropyRowsStats##Suffix)(x, x_rows, e, fetch, fetch_rows, n, rows, p);          \
+  }                                                                                                            \
+  void cross_entropy_rows_write(const T* x, const std::int64_t* x_rows, const float* e, T* grad,               \
+                                const std::int64_t* grad_rows, const T* weight, std::size_t n, std::size_t rows, \
+                                const CrossEntropyColumns& p, bool stream) {                                   \
+    HWY_DYNAMIC_DISPATCH(CrossEntropyRowsWrite##Suffix)(x, x_rows, e, grad, grad_rows, weight, n, rows, p,     \
+                                                        stream);                                               \
   }
 
 SMAX_EXPORT_GRADIENT_KERNELS(F32, float)

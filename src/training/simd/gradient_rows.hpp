@@ -16,8 +16,10 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "smax/dtype.hpp"
+#include "training/simd/gradient_columns.hpp"
 
 namespace smax::training::simd {
 
@@ -147,5 +149,40 @@ double cross_entropy_block_from_exps(const half* x, const float* e, half* grad, 
 double cross_entropy_block_from_exps(const bfloat16* x, const float* e, bfloat16* grad, const bfloat16* weight,
                                      std::size_t n, float block_max, const CrossEntropyRow& row, bool want_offsets,
                                      NextRow next = {}, bool stream = false);
+
+// Cross-entropy over a batch of short rows in one call (classification's 10 to 1000
+// classes, where a call a row spent more on its dispatches, scalar merge and libm
+// calls than on its elements): each sample's row is one block (n <= kExpBlock),
+// computed as store_exps and cross_entropy_block_from_exps compute it. Sample j's
+// logits start at x + x_rows[j], its gradient at grad + grad_rows[j], its exps at e +
+// j * n; its per-sample values live in CrossEntropyColumns's arrays, and its terms
+// between the two kernels come from gradient_columns.hpp's cross_entropy_column_terms
+// and cross_entropy_column_target_gradients, in double lanes across the samples.
+//   cross_entropy_rows_stats: m[j] (NaN where a logit is NaN), at_max[j], below[j],
+//     and the exps of each row whose max is finite; the rows of `fetch` (fetch +
+//     fetch_rows[j], or null: none) are fetched for writing in step with the exps;
+//   cross_entropy_rows_write: the gradient of each row with a finite max that is not
+//     ignored, every class taken as if it were not the target (the caller stores each
+//     target's own, from target_grad), and spread_offsets[j] where spread != 0 (weight
+//     as for cross_entropy_row). `stream` as for cross_entropy_block_from_exps: the
+//     caller fences.
+void cross_entropy_rows_stats(const float* x, const std::int64_t* x_rows, float* e, float* fetch,
+                              const std::int64_t* fetch_rows, std::size_t n, std::size_t rows,
+                              const CrossEntropyColumns& p);
+void cross_entropy_rows_stats(const half* x, const std::int64_t* x_rows, float* e, half* fetch,
+                              const std::int64_t* fetch_rows, std::size_t n, std::size_t rows,
+                              const CrossEntropyColumns& p);
+void cross_entropy_rows_stats(const bfloat16* x, const std::int64_t* x_rows, float* e, bfloat16* fetch,
+                              const std::int64_t* fetch_rows, std::size_t n, std::size_t rows,
+                              const CrossEntropyColumns& p);
+void cross_entropy_rows_write(const float* x, const std::int64_t* x_rows, const float* e, float* grad,
+                              const std::int64_t* grad_rows, const float* weight, std::size_t n, std::size_t rows,
+                              const CrossEntropyColumns& p, bool stream);
+void cross_entropy_rows_write(const half* x, const std::int64_t* x_rows, const float* e, half* grad,
+                              const std::int64_t* grad_rows, const half* weight, std::size_t n, std::size_t rows,
+                              const CrossEntropyColumns& p, bool stream);
+void cross_entropy_rows_write(const bfloat16* x, const std::int64_t* x_rows, const float* e, bfloat16* grad,
+                              const std::int64_t* grad_rows, const bfloat16* weight, std::size_t n, std::size_t rows,
+                              const CrossEntropyColumns& p, bool stream);
 
 }  // namespace smax::training::simd
