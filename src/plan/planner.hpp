@@ -108,11 +108,20 @@ inline std::int64_t streaming_threshold_bytes(const MachineInfo& m) { return cou
 // 8 MiB there, 5.3 MiB on the Zen 5 VM.
 inline constexpr std::int64_t kBackwardStreamingLlcDivisor = 6;
 
+// Under automatic, rows of an output shorter than this go through the cache, however
+// large the call: their streaming stores ran slower than cached ones from DRAM (AMD
+// Zen 4 VM, softmax_backward, one thread, dx in fresh buffers: f32 rows of 100 and
+// 112 elements 1.75x and 2.2x the time, of 1000 at par, of 2048 to 32000 streamed
+// 1.5-1.8x faster; docs/PERFORMANCE.md, forty-sixth session).
+inline constexpr std::int64_t kShortestStreamedRowBytes = 4096;
+
 // Whether a training op's output streams under Stores: as asked, or under automatic
-// where the call's tensors (`moved` bytes) exceed `threshold` bytes.
-inline bool training_output_streams(Stores stores, std::int64_t moved, std::int64_t threshold) {
+// where the call's tensors (`moved` bytes) exceed `threshold` bytes and its rows along
+// the axis take `row_bytes` >= kShortestStreamedRowBytes.
+inline bool training_output_streams(Stores stores, std::int64_t moved, std::int64_t threshold,
+                                    std::int64_t row_bytes) {
   if (stores != Stores::automatic) return stores == Stores::streaming;
-  return threshold > 0 && moved > threshold;
+  return threshold > 0 && moved > threshold && row_bytes >= kShortestStreamedRowBytes;
 }
 inline std::int64_t backward_streaming_threshold_bytes(const MachineInfo& m) {
   return counted_llc_bytes(m) / kBackwardStreamingLlcDivisor;

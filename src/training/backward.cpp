@@ -7,6 +7,8 @@
 #include <type_traits>
 #include <vector>
 
+#include <hwy/cache_control.h>
+
 #include "core/cache_line.hpp"
 #include "core/problem.hpp"
 #include "cpu/element.hpp"
@@ -66,10 +68,12 @@ struct Request {
 };
 
 // BackwardOptions::stores: automatic streams by the bytes the call moves (two reads
-// and a write), beyond detail::kBackwardStreamingLlcDivisor's share of the L3.
-bool streams_dx(Stores stores, DType dtype, std::int64_t elements) {
-  return detail::training_output_streams(stores, 3 * elements * static_cast<std::int64_t>(size_of(dtype)),
-                                         detail::backward_streaming_threshold_bytes(machine()));
+// and a write), beyond detail::kBackwardStreamingLlcDivisor's share of the L3, in rows of at
+// least detail::kShortestStreamedRowBytes.
+bool streams_dx(Stores stores, DType dtype, std::int64_t elements, std::int64_t length) {
+  const auto bytes = static_cast<std::int64_t>(size_of(dtype));
+  return detail::training_output_streams(stores, 3 * elements * bytes,
+                                         detail::backward_streaming_threshold_bytes(machine()), length * bytes);
 }
 
 Request validate(Kind kind, const TensorView& y, const TensorView& dy, const MutableTensorView& dx,
@@ -120,7 +124,7 @@ Request validate(Kind kind, const TensorView& y, const TensorView& dy, const Mut
                                        training::batch_strides(dx.strides(), axis)};
   r.fold = training::fold_rows(batch, strides);
   r.threads = training::thread_count(o.threads, r.fold.rows, r.length);
-  r.stream = streams_dx(o.stores, r.dtype, r.fold.rows * r.length);
+  r.stream = streams_dx(o.stores, r.dtype, r.fold.rows * r.length, r.length);
   const bool axis_contiguous = r.y_stride == 1 && r.dy_stride == 1 && r.dx_stride == 1;
   constexpr int kViews[] = {0, 1, 2};  // y, dy, dx
   r.columns = r.dtype != DType::f64 && !axis_contiguous ? training::lane_columns(r.fold, kViews) : 0;
@@ -281,6 +285,7 @@ void run_typed(const Request& r) {
                                  r.dx_stride, r.length, inv_t);
       }
     }
+    if (r.stream) hwy::FlushStream();  // the rows' streaming stores (simd_row's), once
   });
 }
 

@@ -135,7 +135,8 @@ void store_as(DType dtype, std::byte* base, std::int64_t offset, double v) {
 bool streams_grad(Stores stores, const Request& r) {
   if (r.grad == nullptr) return false;
   const std::int64_t moved = 2 * r.fold.rows * r.classes * static_cast<std::int64_t>(size_of(r.dtype));
-  return detail::training_output_streams(stores, moved, detail::streaming_threshold_bytes(machine()));
+  return detail::training_output_streams(stores, moved, detail::streaming_threshold_bytes(machine()),
+                                         r.classes * static_cast<std::int64_t>(size_of(r.dtype)));
 }
 
 // Everything but the tensors' values: dtypes, shapes, axis, options, null data,

@@ -112,14 +112,25 @@ SplitSum Combine(D dd, const CompensatedLanes<D> (&lanes)[kCount]) {
     for (std::size_t j = 0; j < N; ++j) plain += sums[k][j];
   }
   if (!std::isfinite(plain)) return SplitSum{plain, 0};
-  CompensatedSum<double> total;
+  // Knuth's TwoSum, branch-free: the chain of dependent operations is one addition a
+  // lane (CompensatedSum's branch on the larger magnitude, mispredicted about every
+  // other lane, cost short rows about 45 ns a row: f32 rows of 10 elements on AMD Zen
+  // 4). The lanes' errors, each far below the sum's last unit, add plainly.
+  double sum = 0, error = 0;
   for (std::size_t k = 0; k < kCount; ++k) {
-    for (std::size_t j = 0; j < N; ++j) total.add(sums[k][j]);
+    for (std::size_t j = 0; j < N; ++j) {
+      const double v = sums[k][j];
+      const double t = sum + v;
+      const double v_part = t - sum;
+      error += (sum - (t - v_part)) + (v - v_part);
+      sum = t;
+    }
   }
   for (std::size_t k = 0; k < kCount; ++k) {
-    for (std::size_t j = 0; j < N; ++j) total.add(errors[k][j]);
+    for (std::size_t j = 0; j < N; ++j) error += errors[k][j];
   }
-  return SplitSum{total.hi(), total.lo()};
+  const double hi = sum + error;
+  return SplitSum{hi, error - (hi - sum)};
 }
 
 template <class T>
@@ -485,7 +496,6 @@ void SoftmaxBackwardFloatLanes(const T* y, const T* dy, T* dx, std::size_t n, Sp
     cs::StoreF32x2Paired</*kNotNaN=*/true>(df, v0, v1, dx + i, stream);
   };
   WalkFloatPairs<T>(n, next, pair, step, stream ? dx : nullptr);
-  if (stream) hwy::FlushStream();
   if constexpr (kRowChecks) {
     if (HWY_UNLIKELY(!hn::AllTrue(df, hn::Eq(non_finite, zero)))) {
       SoftmaxBackwardFloatLanes<T, kScaled, false, false>(y, dy, dx, n, s, parts, inv_t_f, inv_t, next, stream);
@@ -663,7 +673,6 @@ void LogSoftmaxBackwardFloatLanes(const T* log_y, const T* dy, T* dx, std::size_
     cs::StoreF32x2Paired</*kNotNaN=*/true>(df, out0, out1, dx + i, stream);
   };
   WalkFloatPairs<T>(n, next, pair, step, stream ? dx : nullptr);
-  if (stream) hwy::FlushStream();
   if constexpr (kRowChecks) {
     // A NaN in either only ever came with a v that failed its own vector's test. The
     // row again with the tests in each vector: the bits that in place gives.
