@@ -559,15 +559,18 @@ void LogSoftmaxBackwardWide(const T* log_y, const T* dy, T* dx, std::size_t n, d
 
 // The float lanes' cancellation bound K for outputs of type T: an element stays in
 // float lanes where |p S| <= K |dx|. Its float error relative to dx is at most K times
-// the exp's and S's rounding to float plus dx's own two roundings. For f32 the exp is
-// ExpFlush (1.01 ulp; 1.8e-7 K with S's), and K = 2 keeps that within the 1e-6 bar
-// (5.4e-7). A 16-bit output only needs it well within its own unit in the last place
+// the exp's (and, for 16-bit outputs, S's rounding to float) plus dx's own roundings.
+// For f32 the exp is ExpFlush (1.01 ulp: 6.0e-8 K) and S is carried as two floats
+// (p S_hi and p S_lo subtracted by one multiply-add each: three roundings of dx with
+// 1/T's, 1.8e-7), and K = 8 keeps that within the 1e-6 bar (6.6e-7). (With S rounded
+// to one float, K = 2 had left 5.4e-7; random dy then sent about half the vectors of
+// rows of 100 to the double lanes.) A 16-bit output only needs it well within its own unit in the last place
 // (at least 2^-8 of dx for bf16, 2^-11 for f16), and takes ExpFlushCoarse (6e-7; 6.6e-7
 // K with S's, 5-9% faster for bf16 on AVX-512), where K = 2^10 and 2^6 leave 0.17 and
 // 0.09 of that unit (tests/unit/training_backward_test.cpp's NearCancellation checks
 // it). The larger K, the fewer vectors the double lanes redo.
 template <class T>
-inline constexpr float kCancellationBound = std::is_same_v<T, bfloat16> ? 1024.0f : std::is_same_v<T, half> ? 64.0f : 2.0f;
+inline constexpr float kCancellationBound = std::is_same_v<T, bfloat16> ? 1024.0f : std::is_same_v<T, half> ? 64.0f : 8.0f;
 
 // max(v, acc) per lane, acc where v is NaN: on x86 what max_ps does (it returns its
 // second operand unless the first is greater), elsewhere a comparison and a blend.
@@ -581,7 +584,8 @@ HWY_INLINE VF MaxOrKeep(VF v, VF acc) {
 
 // A double exp per element costs more than the memory it reads, so most elements are
 // done in float lanes: dx = (dy - p * S) / T with p from a float exp (its error as
-// kCancellationBound counts it) and one rounding of dy - p S. That is exact enough wherever |p S| <= K |dx| (K =
+// kCancellationBound counts it) and one rounding of dy - p S (f32: two, S being two
+// floats). That is exact enough wherever |p S| <= K |dx| (K =
 // kCancellationBound<T>: the exp's error, relative to p S, cannot then grow by more
 // than K relative to dx), p is a normal float or the p that the exp flushed to 0 is
 // negligible (|dy - p S| >= FLT_MIN |S| 2^24, the row's `flushed_floor`), log_y <= 0
@@ -612,6 +616,9 @@ void LogSoftmaxBackwardFloatLanes(const T* log_y, const T* dy, T* dx, std::size_
   const DF df;
   const std::size_t N = hn::Lanes(df);
   const VF vsum = hn::Set(df, sum_f);
+  // f32's S as two floats (kCancellationBound); its lower part joins only there.
+  constexpr bool kSplitSum = std::is_same_v<T, float>;
+  const VF vsum_lo = hn::Set(df, static_cast<float>(sum - static_cast<double>(sum_f)));
   const VF scale = hn::Set(df, inv_t_f);
   const VF zero = hn::Zero(df);
   const VF floor = hn::Set(df, flushed_floor);
@@ -622,7 +629,8 @@ void LogSoftmaxBackwardFloatLanes(const T* log_y, const T* dy, T* dx, std::size_
   // v = dy - p S, its output, and whether it is exact enough.
   const auto compute = [&](VF ly, VF vdy, VF& out) SMAX_INLINE_LAMBDA {
     const VF p = std::is_same_v<T, float> ? cs::ExpFlush(df, ly, cs::NoLowPart{}) : cs::ExpFlushCoarse(df, ly);
-    const VF v = hn::NegMulAdd(p, vsum, vdy);
+    VF v = hn::NegMulAdd(p, vsum, vdy);
+    if constexpr (kSplitSum) v = hn::NegMulAdd(p, vsum_lo, v);
     const VF abs_v = hn::Abs(v);
     out = kScaled ? hn::Mul(v, scale) : v;
     const auto not_cancelling = hn::Le(hn::MulAdd(p, abs_sum_over_bound, floor), abs_v);
