@@ -1,5 +1,5 @@
-// PyTorch's CPU training ops along axis 1 of [N, C, d] tensors (its own layout), as a
-// PyTorch user runs them, for docs/PERFORMANCE.md's comparisons beside smax's
+// PyTorch's CPU training ops along axis 1 of [N, C, d] and [N, C] tensors (its own
+// layout; the latter's classes are contiguous rows), as a PyTorch user runs them, for docs/PERFORMANCE.md's comparisons beside smax's
 // `smax bench --workload training` and scripts/ab.sh op=ce|sb|lsb axis=0:
 // cross_entropy forward + autograd backward (mean over class-index targets),
 // _softmax_backward_data and _log_softmax_backward_data. Prints the median of seven
@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 1;
   at::set_num_threads(threads);
   const std::vector<std::vector<std::int64_t>> shapes = {
-      {8, 21, 256, 256}, {8, 150, 64, 64}, {8, 1000, 64}, {8, 256, 3136}};
+      {8, 21, 256, 256}, {8, 150, 64, 64}, {8, 1000, 64}, {8, 256, 3136}, {65536, 10}, {16384, 100}, {4096, 1000}};
   std::printf("torch %s, %d thread(s); ns an element, median of 7 calls\n", TORCH_VERSION, at::get_num_threads());
   for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
     for (const std::vector<std::int64_t>& shape : shapes) {

@@ -261,10 +261,11 @@ std::string TrainingPoint::label() const {
 std::vector<TrainingPoint> training_points() {
   std::vector<TrainingPoint> points;
   for (DType dtype : {DType::f32, DType::bf16}) {
-    // LLM vocabularies along the last axis, and a segmentation batch along axis 1
-    // (PASCAL VOC's 21 classes over 256 x 256 pixels: PyTorch's layout).
+    // LLM vocabularies along the last axis, a classification batch (CIFAR-100's
+    // classes: short rows, whose cost a row shows), and a segmentation batch along
+    // axis 1 (PASCAL VOC's 21 classes over 256 x 256 pixels: PyTorch's layout).
     const std::pair<std::vector<std::int64_t>, int> shapes[] = {
-        {{8, 128256}, -1}, {{4096, 32000}, -1}, {{8, 21, 256, 256}, 1}};
+        {{8, 128256}, -1}, {{4096, 32000}, -1}, {{16384, 100}, -1}, {{8, 21, 256, 256}, 1}};
     for (const auto& [shape, axis] : shapes) {
       for (const char* op : {"softmax_backward", "log_softmax_backward", "cross_entropy"}) {
         points.push_back(TrainingPoint{op, shape, axis, dtype});

@@ -154,7 +154,7 @@ Workloads (--workload, comma-separated; 'all' for every one):
   half        bf16 and f16: 256 x 1000, 8 x 32000, 8 x 128256, three sweep
               points and [8, 256, 56, 56] axis 1 (not in the default set)
   training    softmax_backward, log_softmax_backward and cross-entropy with its
-              gradient on 8 x 128256 and 4096 x 32000 (last axis) and
+              gradient on 8 x 128256, 4096 x 32000 and 16384 x 100 (last axis) and
               [8, 21, 256, 256] along axis 1 (8x21x256x256:1), f32 and bf16,
               beside a plain kernel moving the same bytes (backward: 2 reads + 1 write;
               cross-entropy: a copy), with cached and with non-temporal
