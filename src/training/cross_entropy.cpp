@@ -24,7 +24,6 @@
 #include <hwy/aligned_allocator.h>
 #include <hwy/cache_control.h>
 
-#include "core/cache_line.hpp"
 #include "core/format.hpp"
 #include "core/stats.hpp"
 #include "cpu/element.hpp"
@@ -359,18 +358,6 @@ class AlignedFloats {
     return data_.get();
   }
 
-  // At least n floats half a page from `from` (addresses modulo 4096), on a cache
-  // line: the exps stored and loaded back a row at a time never share their low
-  // twelve address bits with the row's logits or gradient nearby (as the forward's
-  // buffer, cpu/fused.cpp).
-  float* reserve_half_a_page_from(std::size_t n, const void* from) {
-    constexpr std::uintptr_t kPage = 4096;
-    constexpr std::uintptr_t kLine = detail::kCacheLineBytes;
-    const auto base = reinterpret_cast<std::uintptr_t>(reserve(n + kPage / sizeof(float)));
-    const std::uintptr_t want = (reinterpret_cast<std::uintptr_t>(from) + kPage / 2) / kLine * kLine;
-    return data_.get() + (want - base) % kPage / sizeof(float);
-  }
-
  private:
   hwy::AlignedFreeUniquePtr<float[]> data_;
   std::size_t capacity_ = 0;
@@ -499,7 +486,7 @@ class RowKernel {
         scratch.x_rows[j] = s[j].logits;
         scratch.grad_rows[j] = s[j].grad;
       }
-      float* exps = scratch.exps.reserve_half_a_page_from(count * n, x_ + s[0].logits);
+      float* exps = scratch.exps.reserve(count * n);
       // The gradient's lines fetched for writing beside the exps, as run_with_stored_exps's
       // (where it goes through the cache and is not the logits).
       const bool fetch = grad_ != x_ && !r_.stream;
