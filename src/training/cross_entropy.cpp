@@ -367,7 +367,7 @@ class AlignedFloats {
 // replaces them), and the max of each block of the row.
 struct Scratch {
   AlignedFloats exps;
-  std::vector<std::int64_t> x_rows, grad_rows;  // RowKernel::run_row_batch's rows
+  std::vector<std::int64_t> x_rows, grad_rows, log_prob_rows;  // RowKernel::run_row_batch's rows
   std::vector<float> block_max;
   std::vector<double> wide;  // a block of 16-bit logits widened (logit_stats)
   std::vector<double> columns;      // RowKernel::run_columns's per-column arrays
@@ -463,10 +463,11 @@ class RowKernel {
   }
 
   // Whether rows go through run_row_batch: those of run_with_stored_exps of one block
-  // each, short enough that a call a row costs more than its elements (without
-  // log-probabilities, which that path writes in a scalar loop).
+  // each, short enough that a call a row costs more than its elements, with their
+  // log-probabilities (if asked) along unit stride.
   bool runs_row_batches() const {
-    return kSimd && stored_exps_ && log_prob_ == nullptr && r_.classes > 0 && r_.classes <= kBatchedClasses;
+    return kSimd && stored_exps_ && r_.classes > 0 && r_.classes <= kBatchedClasses &&
+           (log_prob_ == nullptr || r_.class_stride[kLogProb] == 1);
   }
   std::size_t rows_per_batch() const {
     return static_cast<std::size_t>(std::clamp<std::int64_t>(kRowBatchExps / r_.classes, 8, 256));
@@ -482,9 +483,11 @@ class RowKernel {
       training::simd::CrossEntropyColumns p = sample_arrays(count, scratch);
       scratch.x_rows.resize(count);
       scratch.grad_rows.resize(count);
+      scratch.log_prob_rows.resize(count);
       for (std::size_t j = 0; j < count; ++j) {
         scratch.x_rows[j] = s[j].logits;
         scratch.grad_rows[j] = s[j].grad;
+        scratch.log_prob_rows[j] = s[j].log_prob;
       }
       float* exps = scratch.exps.reserve(count * n);
       // The gradient's lines fetched for writing beside the exps, as run_with_stored_exps's
@@ -497,6 +500,13 @@ class RowKernel {
           [&](std::size_t j, std::int64_t t) { return x_[s[j].logits + t]; });
       training::simd::cross_entropy_column_terms(count, p);
       training::simd::cross_entropy_column_target_gradients(count, p);
+      // The log-probabilities from the logits, before a gradient in place over them,
+      // or after the gradient where they replace the logits themselves (as run()).
+      const auto write_log_prob = [&] {
+        training::simd::cross_entropy_rows_log_prob(x_, scratch.x_rows.data(), log_prob_,
+                                                    scratch.log_prob_rows.data(), n, count, p);
+      };
+      if (log_prob_ != nullptr && !log_prob_replaces_logits_) write_log_prob();
       const auto* weight = p.spread != 0 ? reinterpret_cast<const T*>(r_.weight) : nullptr;
       training::simd::cross_entropy_rows_write(x_, scratch.x_rows.data(), exps, grad_, scratch.grad_rows.data(),
                                                weight, n, count, p, r_.stream);
@@ -510,6 +520,7 @@ class RowKernel {
           store(grad_, s[j].grad + static_cast<std::int64_t>(p.target[j]), p.target_grad[j]);
         }
       }
+      if (log_prob_replaces_logits_) write_log_prob();
       training::simd::cross_entropy_column_losses(count, p);
       std::copy_n(p.loss, count, loss);
     }

@@ -1029,6 +1029,26 @@ void CrossEntropyRowsWriteT(const T* x, const std::int64_t* x_rows, const float*
   }
 }
 
+template <class T>
+void CrossEntropyRowsLogProbT(const T* x, const std::int64_t* x_rows, T* out, const std::int64_t* out_rows,
+                              std::size_t n, std::size_t rows, const CrossEntropyColumns& p) {
+  const DD dd;
+  const std::size_t N = hn::Lanes(dd);
+  for (std::size_t j = 0; j < rows; ++j) {
+    const T* xj = x + x_rows[j];
+    T* oj = out + out_rows[j];
+    const bool finite = std::isfinite(p.m[j]);
+    const VD m = hn::Set(dd, p.m[j]);
+    const VD log_d = hn::Set(dd, p.log_d[j]);
+    const VD nan = hn::Set(dd, std::numeric_limits<double>::quiet_NaN());
+    for (std::size_t i = 0; i < n; i += N) {
+      const std::size_t count = std::min(N, n - i);
+      const VD v = finite ? hn::Sub(hn::Sub(LoadAny(dd, xj + i, count), m), log_d) : nan;
+      StoreAny(dd, v, oj + i, count);
+    }
+  }
+}
+
 // Plain names per storage type, for HWY_EXPORT.
 #define SMAX_GRADIENT_KERNELS(Suffix, T)                                                                          \
   SplitSum SumOfProducts##Suffix(const T* y, const T* dy, std::size_t n, NextRow next) {                          \
@@ -1068,6 +1088,11 @@ void CrossEntropyRowsWriteT(const T* x, const std::int64_t* x_rows, const float*
                                      const std::int64_t* grad_rows, const T* weight, std::size_t n,               \
                                      std::size_t rows, const CrossEntropyColumns& p, bool stream) {               \
     CrossEntropyRowsWriteT(x, x_rows, e, grad, grad_rows, weight, n, rows, p, stream);                            \
+  }                                                                                                               \
+  void CrossEntropyRowsLogProb##Suffix(const T* x, const std::int64_t* x_rows, T* out,                            \
+                                       const std::int64_t* out_rows, std::size_t n, std::size_t rows,             \
+                                       const CrossEntropyColumns& p) {                                            \
+    CrossEntropyRowsLogProbT(x, x_rows, out, out_rows, n, rows, p);                                               \
   }
 
 SMAX_GRADIENT_KERNELS(F32, float)
@@ -1092,6 +1117,7 @@ namespace smax::training::simd {
   HWY_EXPORT(CrossEntropyBlockFromExps##Suffix);                                                               \
   HWY_EXPORT(CrossEntropyRowsStats##Suffix);                                                                   \
   HWY_EXPORT(CrossEntropyRowsWrite##Suffix);                                                                   \
+  HWY_EXPORT(CrossEntropyRowsLogProb##Suffix);                                                                 \
   SplitSum sum_of_products(const T* y, const T* dy, std::size_t n, NextRow next) {                             \
     return HWY_DYNAMIC_DISPATCH(SumOfProducts##Suffix)(y, dy, n, next);                                        \
   }                                                                                                            \
@@ -1133,6 +1159,10 @@ namespace smax::training::simd {
                                 const CrossEntropyColumns& p, bool stream) {                                   \
     HWY_DYNAMIC_DISPATCH(CrossEntropyRowsWrite##Suffix)(x, x_rows, e, grad, grad_rows, weight, n, rows, p,     \
                                                         stream);                                               \
+  }                                                                                                            \
+  void cross_entropy_rows_log_prob(const T* x, const std::int64_t* x_rows, T* out, const std::int64_t* out_rows, \
+                                   std::size_t n, std::size_t rows, const CrossEntropyColumns& p) {            \
+    HWY_DYNAMIC_DISPATCH(CrossEntropyRowsLogProb##Suffix)(x, x_rows, out, out_rows, n, rows, p);               \
   }
 
 SMAX_EXPORT_GRADIENT_KERNELS(F32, float)
