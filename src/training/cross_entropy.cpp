@@ -504,7 +504,7 @@ class RowKernel {
       // or after the gradient where they replace the logits themselves (as run()).
       const auto write_log_prob = [&] {
         training::simd::cross_entropy_rows_log_prob(x_, scratch.x_rows.data(), log_prob_,
-                                                    scratch.log_prob_rows.data(), n, count, p);
+                                                    scratch.log_prob_rows.data(), n, count, p.m, p.log_d);
       };
       if (log_prob_ != nullptr && !log_prob_replaces_logits_) write_log_prob();
       const auto* weight = p.spread != 0 ? reinterpret_cast<const T*>(r_.weight) : nullptr;
@@ -551,16 +551,9 @@ class RowKernel {
     // log_softmax of the row, as the forward op gives it: a non-finite max makes the
     // row NaN (all -inf included). Written before the gradient (which may replace the
     // logits), or after everything else where it replaces the logits itself.
-    auto write_log_prob = [&] {
-      if (log_prob_ == nullptr) return;
-      for (std::int64_t c = 0; c < n; ++c) {
-        const double v = finite ? (load(c, s) - stats.m) - log_d : kNaN;
-        store(log_prob_, s.log_prob + c * r_.class_stride[kLogProb], v);
-      }
-    };
-    if (!log_prob_replaces_logits_) write_log_prob();
+    if (log_prob_ != nullptr && !log_prob_replaces_logits_) write_log_prob(s, stats.m, log_d);
     const double loss = loss_and_gradient(s, t, ignored, stats, log_d);
-    if (log_prob_replaces_logits_) write_log_prob();
+    if (log_prob_replaces_logits_) write_log_prob(s, stats.m, log_d);
     return loss;
   }
 
@@ -875,10 +868,19 @@ class RowKernel {
     return finish_vectorised(s, t, x_t, target_weight, stats.m, terms, log_d, spread_offsets);
   }
 
-  // log_softmax of a row with a finite max, as the forward op gives it.
+  // log_softmax of a row, as the forward op gives it: (x - m) - log_d, NaN where m is
+  // not finite (all -inf included; log_d is NaN there).
   void write_log_prob(const Sample& s, double m, double log_d) const {
+    if constexpr (kSimd) {
+      if (r_.class_stride[kLogits] == 1 && r_.class_stride[kLogProb] == 1) {
+        training::simd::cross_entropy_rows_log_prob(x_, &s.logits, log_prob_, &s.log_prob,
+                                                    static_cast<std::size_t>(r_.classes), 1, &m, &log_d);
+        return;
+      }
+    }
     for (std::int64_t c = 0; c < r_.classes; ++c) {
-      store(log_prob_, s.log_prob + c * r_.class_stride[kLogProb], (load(c, s) - m) - log_d);
+      const double v = std::isfinite(m) ? (load(c, s) - m) - log_d : kNaN;
+      store(log_prob_, s.log_prob + c * r_.class_stride[kLogProb], v);
     }
   }
 

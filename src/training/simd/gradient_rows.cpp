@@ -1031,15 +1031,15 @@ void CrossEntropyRowsWriteT(const T* x, const std::int64_t* x_rows, const float*
 
 template <class T>
 void CrossEntropyRowsLogProbT(const T* x, const std::int64_t* x_rows, T* out, const std::int64_t* out_rows,
-                              std::size_t n, std::size_t rows, const CrossEntropyColumns& p) {
+                              std::size_t n, std::size_t rows, const double* row_m, const double* row_log_d) {
   const DD dd;
   const std::size_t N = hn::Lanes(dd);
   for (std::size_t j = 0; j < rows; ++j) {
     const T* xj = x + x_rows[j];
     T* oj = out + out_rows[j];
-    const bool finite = std::isfinite(p.m[j]);
-    const VD m = hn::Set(dd, p.m[j]);
-    const VD log_d = hn::Set(dd, p.log_d[j]);
+    const bool finite = std::isfinite(row_m[j]);
+    const VD m = hn::Set(dd, row_m[j]);
+    const VD log_d = hn::Set(dd, row_log_d[j]);
     const VD nan = hn::Set(dd, std::numeric_limits<double>::quiet_NaN());
     for (std::size_t i = 0; i < n; i += N) {
       const std::size_t count = std::min(N, n - i);
@@ -1091,8 +1091,8 @@ void CrossEntropyRowsLogProbT(const T* x, const std::int64_t* x_rows, T* out, co
   }                                                                                                               \
   void CrossEntropyRowsLogProb##Suffix(const T* x, const std::int64_t* x_rows, T* out,                            \
                                        const std::int64_t* out_rows, std::size_t n, std::size_t rows,             \
-                                       const CrossEntropyColumns& p) {                                            \
-    CrossEntropyRowsLogProbT(x, x_rows, out, out_rows, n, rows, p);                                               \
+                                       const double* m, const double* log_d) {                                    \
+    CrossEntropyRowsLogProbT(x, x_rows, out, out_rows, n, rows, m, log_d);                                        \
   }
 
 SMAX_GRADIENT_KERNELS(F32, float)
@@ -1161,8 +1161,8 @@ namespace smax::training::simd {
                                                         stream);                                               \
   }                                                                                                            \
   void cross_entropy_rows_log_prob(const T* x, const std::int64_t* x_rows, T* out, const std::int64_t* out_rows, \
-                                   std::size_t n, std::size_t rows, const CrossEntropyColumns& p) {            \
-    HWY_DYNAMIC_DISPATCH(CrossEntropyRowsLogProb##Suffix)(x, x_rows, out, out_rows, n, rows, p);               \
+                                   std::size_t n, std::size_t rows, const double* m, const double* log_d) {    \
+    HWY_DYNAMIC_DISPATCH(CrossEntropyRowsLogProb##Suffix)(x, x_rows, out, out_rows, n, rows, m, log_d);        \
   }
 
 SMAX_EXPORT_GRADIENT_KERNELS(F32, float)

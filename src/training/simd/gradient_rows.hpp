@@ -177,15 +177,15 @@ void cross_entropy_rows_stats(const half* x, const std::int64_t* x_rows, float* 
 void cross_entropy_rows_stats(const bfloat16* x, const std::int64_t* x_rows, float* e, bfloat16* fetch,
                               const std::int64_t* fetch_rows, std::size_t n, std::size_t rows,
                               const CrossEntropyColumns& p);
-// The log-probabilities of each row, (x - m) - log_d in double rounded once to T (as
-// the scalar rows compute them), NaN where m is not finite; out may be x itself.
+// The log-probabilities of each row j, (x - m[j]) - log_d[j] in double rounded once to
+// T (as the scalar rows compute them), NaN where m[j] is not finite; out may be x.
 void cross_entropy_rows_log_prob(const float* x, const std::int64_t* x_rows, float* out, const std::int64_t* out_rows,
-                                 std::size_t n, std::size_t rows, const CrossEntropyColumns& p);
+                                 std::size_t n, std::size_t rows, const double* m, const double* log_d);
 void cross_entropy_rows_log_prob(const half* x, const std::int64_t* x_rows, half* out, const std::int64_t* out_rows,
-                                 std::size_t n, std::size_t rows, const CrossEntropyColumns& p);
+                                 std::size_t n, std::size_t rows, const double* m, const double* log_d);
 void cross_entropy_rows_log_prob(const bfloat16* x, const std::int64_t* x_rows, bfloat16* out,
-                                 const std::int64_t* out_rows, std::size_t n, std::size_t rows,
-                                 const CrossEntropyColumns& p);
+                                 const std::int64_t* out_rows, std::size_t n, std::size_t rows, const double* m,
+                                 const double* log_d);
 void cross_entropy_rows_write(const float* x, const std::int64_t* x_rows, const float* e, float* grad,
                               const std::int64_t* grad_rows, const float* weight, std::size_t n, std::size_t rows,
                               const CrossEntropyColumns& p, bool stream);
