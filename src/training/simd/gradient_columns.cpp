@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <type_traits>
 
 #include "core/cache_line.hpp"
@@ -22,6 +23,8 @@
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
+#include "cpu/simd/convert-inl.h"
+#include "cpu/simd/exp-inl.h"
 #include "cpu/simd/exp_f64-inl.h"
 #include "cpu/simd/exp_minus_max-inl.h"
 #include "hwy/contrib/math/math-inl.h"
@@ -166,6 +169,105 @@ HWY_INLINE void SoftmaxBackwardBlock(const T* y, const T* dy, T* dx, const Colum
   }
 }
 
+#if HWY_TARGET != HWY_SCALAR
+// log_softmax_backward's write pass for 16-bit outputs in float lanes, two double
+// vectors of the block (2N columns) a float vector: a double exp per element cost
+// more than the rest of the pass (bf16 took 1.5 times f32's time along axis 1, 3
+// times PyTorch's). Each element is decided as the rows decide it
+// (gradient_rows.cpp's LogSoftmaxBackwardFloatLanes, without the row checks): the
+// coarse float exp and dx = (dy - p S) / T where |p S| <= K |dx|
+// (kCancellationBound), p is normal or negligible (the floor, FLT_MIN 2^24 |S|
+// rounded up), log_y <= 0 and dy - p S is finite, and where its column's S fits a
+// float and is 0 or at least FLT_MIN K; every other element takes the double lanes'
+// result (LogSoftmaxBackwardBlock's), so that no element's bits depend on its
+// neighbours. total[k]: the columns' S, double vector k.
+template <std::size_t K, bool kTail, class T>
+HWY_INLINE void LogSoftmaxBackwardFloatBlock(const T* ly, const T* dy, T* dx, const ColumnStrides& s, std::size_t n,
+                                             std::size_t count, const VD (&total)[K], double inv_t, bool fetch_next) {
+  using DF = hn::Repartition<float, DD>;  // 2N floats: two double vectors' columns
+  using VF = hn::Vec<DF>;
+  constexpr std::size_t KF = (K + 1) / 2;
+  constexpr float kBound = kCancellationBound<T>;
+  const DD d;
+  const DF df;
+  const DFD dh;  // N floats: one double vector's
+  const hn::RebindToSigned<DFD> di;
+  const std::size_t N = hn::Lanes(d);
+  const std::size_t lanes = kTail ? count : K * N;
+  // Per float vector: S, |S| / K (exact: a power of two, and |S| / K normal or 0), the
+  // floor, and which lanes' S the float lanes may take.
+  VF sum[KF], sum_over_bound[KF], floor[KF];
+  hn::Mask<DF> sum_fits[KF];
+  const VD flt_min_k = hn::Set(d, static_cast<double>(std::numeric_limits<float>::min()) * kBound);
+  const VD flt_max = hn::Set(d, static_cast<double>(std::numeric_limits<float>::max()));
+  const VD floor_scale = hn::Set(d, static_cast<double>(std::numeric_limits<float>::min()) * 0x1p24);
+  for (std::size_t j = 0; j < KF; ++j) {
+    hn::Vec<DFD> parts[3][2];  // sum, floor, 1 where S does not fit; lower and upper half
+    for (std::size_t h = 0; h < 2; ++h) {
+      const std::size_t k = 2 * j + h;
+      const VD t = k < K ? total[k] : hn::Zero(d);
+      const VD abs_t = hn::Abs(t);
+      const auto fits = hn::And(hn::Le(abs_t, flt_max), hn::Or(hn::Eq(t, hn::Zero(d)), hn::Ge(abs_t, flt_min_k)));
+      parts[0][h] = hn::DemoteTo(dh, hn::IfThenElseZero(fits, t));
+      // FLT_MIN 2^24 |S| (exact in double), rounded up to a float.
+      const VD floor_exact = hn::IfThenElseZero(fits, hn::Mul(abs_t, floor_scale));
+      const hn::Vec<DFD> floor_near = hn::DemoteTo(dh, floor_exact);
+      const VD up = hn::IfThenElseZero(hn::Lt(hn::PromoteTo(d, floor_near), floor_exact), hn::Set(d, 1.0));
+      parts[1][h] = hn::BitCast(dh, hn::Add(hn::BitCast(di, floor_near), hn::ConvertTo(di, hn::DemoteTo(dh, up))));
+      parts[2][h] = hn::DemoteTo(dh, hn::IfThenZeroElse(fits, hn::Set(d, 1.0)));
+    }
+    sum[j] = hn::Combine(df, parts[0][1], parts[0][0]);
+    sum_over_bound[j] = hn::Mul(hn::Abs(sum[j]), hn::Set(df, 1.0f / kBound));
+    floor[j] = hn::Combine(df, parts[1][1], parts[1][0]);
+    sum_fits[j] = hn::And(hn::Eq(hn::Combine(df, parts[2][1], parts[2][0]), hn::Zero(df)),
+                          hn::FirstN(df, lanes > 2 * N * j ? lanes - 2 * N * j : 0));
+  }
+  const bool scaled = inv_t != 1;
+  const VF scale = hn::Set(df, static_cast<float>(inv_t));
+  const VD scale_d = hn::Set(d, inv_t);
+  const VF zero = hn::Zero(df);
+  const VF largest = hn::Set(df, std::numeric_limits<float>::max());
+  for (std::size_t c = 0; c < n; ++c) {
+    const T* lyc = ly + static_cast<std::ptrdiff_t>(c) * s.y;
+    const T* dyc = dy + static_cast<std::ptrdiff_t>(c) * s.dy;
+    T* dxc = dx + static_cast<std::ptrdiff_t>(c) * s.dx;
+    if (fetch_next) {
+      FetchLines(lyc + K * N, K * N * sizeof(T));
+      FetchLines(dyc + K * N, K * N * sizeof(T));
+    }
+    for (std::size_t j = 0; j < KF; ++j) {
+      const std::size_t at = 2 * N * j;
+      const std::size_t here = std::min(2 * N, lanes - at);  // columns of this float vector
+      const bool whole = here == 2 * N;
+      const VF vly = whole ? cs::LoadF32(df, lyc + at) : cs::LoadTailF32(df, lyc + at, here, zero);
+      const VF vdy = whole ? cs::LoadF32(df, dyc + at) : cs::LoadTailF32(df, dyc + at, here, zero);
+      const VF p = cs::ExpFlushCoarse(df, vly);
+      const VF v = hn::NegMulAdd(p, sum[j], vdy);
+      const VF abs_v = hn::Abs(v);
+      const auto exact_enough =
+          hn::And(hn::And(sum_fits[j], hn::Le(hn::MulAdd(p, sum_over_bound[j], floor[j]), abs_v)),
+                  hn::Le(hn::Max(vly, hn::Sub(abs_v, largest)), zero));
+      VF out = scaled ? hn::Mul(v, scale) : v;
+      if (HWY_UNLIKELY(!hn::AllTrue(df, hn::Or(exact_enough, hn::Not(hn::FirstN(df, here)))))) {
+        // The double lanes' results of this float vector's columns, rounded to T.
+        HWY_ALIGN T wide[2 * hn::MaxLanes(DD())] = {};
+        for (std::size_t h = 0; h < 2 && h * N < here; ++h) {
+          const std::size_t k = 2 * j + h;
+          const std::size_t part = std::min(N, here - h * N);
+          const VD pd = ExpLanes(d, LoadTailWide(d, lyc + at + h * N, part));
+          VD vd = hn::NegMulAdd(pd, total[k], LoadTailWide(d, dyc + at + h * N, part));
+          if (scaled) vd = hn::Mul(vd, scale_d);
+          StoreTailWide(vd, wide + h * N, part);
+        }
+        out = hn::IfThenElse(exact_enough, out, cs::LoadF32(df, wide));  // exact: wide holds T values
+      }
+      if (whole) cs::StoreF32(df, out, dxc + at);
+      else cs::StoreTailF32(df, out, dxc + at, here);
+    }
+  }
+}
+#endif
+
 template <std::size_t K, bool kTail, class T>
 HWY_INLINE void LogSoftmaxBackwardBlock(const T* ly, const T* dy, T* dx, const ColumnStrides& s, std::size_t n,
                                         std::size_t count, double inv_t, bool fetch_next) {
@@ -178,6 +280,14 @@ HWY_INLINE void LogSoftmaxBackwardBlock(const T* ly, const T* dy, T* dx, const C
   });
   VD total[K];
   for (std::size_t k = 0; k < K; ++k) total[k] = sums[k].Hi();
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (!std::is_same_v<T, float>) {
+    const auto inv_t_f = static_cast<float>(inv_t);
+    if (inv_t_f >= std::numeric_limits<float>::min() && std::isfinite(inv_t_f)) {
+      return LogSoftmaxBackwardFloatBlock<K, kTail>(ly, dy, dx, s, n, count, total, inv_t, fetch_next);
+    }
+  }
+#endif
   const VD scale = hn::Set(d, inv_t);
   for (std::size_t c = 0; c < n; ++c) {
     const T* lyc = ly + static_cast<std::ptrdiff_t>(c) * s.y;

@@ -557,21 +557,6 @@ void LogSoftmaxBackwardWide(const T* log_y, const T* dy, T* dx, std::size_t n, d
   });
 }
 
-// The float lanes' cancellation bound K for outputs of type T: an element stays in
-// float lanes where |p S| <= K |dx|. Its float error relative to dx is at most K times
-// the exp's (and, for 16-bit outputs, S's rounding to float) plus dx's own roundings.
-// For f32 the exp is ExpFlush (1.01 ulp: 6.0e-8 K) and S is carried as two floats
-// (p S_hi and p S_lo subtracted by one multiply-add each: three roundings of dx with
-// 1/T's, 1.8e-7), and K = 8 keeps that within the 1e-6 bar (6.6e-7). (With S rounded
-// to one float, K = 2 had left 5.4e-7; random dy then sent about half the vectors of
-// rows of 100 to the double lanes.) A 16-bit output only needs it well within its own unit in the last place
-// (at least 2^-8 of dx for bf16, 2^-11 for f16), and takes ExpFlushCoarse (6e-7; 6.6e-7
-// K with S's, 5-9% faster for bf16 on AVX-512), where K = 2^10 and 2^6 leave 0.17 and
-// 0.09 of that unit (tests/unit/training_backward_test.cpp's NearCancellation checks
-// it). The larger K, the fewer vectors the double lanes redo.
-template <class T>
-inline constexpr float kCancellationBound = std::is_same_v<T, bfloat16> ? 1024.0f : std::is_same_v<T, half> ? 64.0f : 8.0f;
-
 // max(v, acc) per lane, acc where v is NaN: on x86 what max_ps does (it returns its
 // second operand unless the first is greater), elsewhere a comparison and a blend.
 HWY_INLINE VF MaxOrKeep(VF v, VF acc) {
