@@ -108,20 +108,23 @@ inline std::int64_t streaming_threshold_bytes(const MachineInfo& m) { return cou
 // 8 MiB there, 5.3 MiB on the Zen 5 VM.
 inline constexpr std::int64_t kBackwardStreamingLlcDivisor = 6;
 
-// Under automatic, rows of an output shorter than this go through the cache, however
+// Under automatic, rows of an output shorter than these go through the cache, however
 // large the call: their streaming stores ran slower than cached ones from DRAM (AMD
-// Zen 4 VM, softmax_backward, one thread, dx in fresh buffers: f32 rows of 100 and
-// 112 elements 1.75x and 2.2x the time, of 1000 at par, of 2048 to 32000 streamed
-// 1.5-1.8x faster; docs/PERFORMANCE.md, forty-sixth session).
-inline constexpr std::int64_t kShortestStreamedRowBytes = 4096;
+// Zen 4 VM, outputs in fresh buffers). softmax_backward f32: rows of 64 to 200
+// elements 1.1-1.6x the time on one thread, up to 1.3x on two; rows of 256 to 1000
+// streamed 1.08-1.28x faster on one thread, 1.04-1.55x on two. cross_entropy's
+// gradient: f32 rows of 256 to 1000 streamed 0.93-1.01x, bf16 1000 0.84-0.91x, on one
+// and two threads (docs/PERFORMANCE.md, forty-sixth session).
+inline constexpr std::int64_t kShortestStreamedDxRowBytes = 1024;
+inline constexpr std::int64_t kShortestStreamedGradRowBytes = 4096;
 
 // Whether a training op's output streams under Stores: as asked, or under automatic
 // where the call's tensors (`moved` bytes) exceed `threshold` bytes and its rows along
-// the axis take `row_bytes` >= kShortestStreamedRowBytes.
+// the axis take `row_bytes`, at least `shortest_row_bytes`.
 inline bool training_output_streams(Stores stores, std::int64_t moved, std::int64_t threshold,
-                                    std::int64_t row_bytes) {
+                                    std::int64_t row_bytes, std::int64_t shortest_row_bytes) {
   if (stores != Stores::automatic) return stores == Stores::streaming;
-  return threshold > 0 && moved > threshold && row_bytes >= kShortestStreamedRowBytes;
+  return threshold > 0 && moved > threshold && row_bytes >= shortest_row_bytes;
 }
 inline std::int64_t backward_streaming_threshold_bytes(const MachineInfo& m) {
   return counted_llc_bytes(m) / kBackwardStreamingLlcDivisor;

@@ -69,11 +69,12 @@ struct Request {
 
 // BackwardOptions::stores: automatic streams by the bytes the call moves (two reads
 // and a write), beyond detail::kBackwardStreamingLlcDivisor's share of the L3, in rows of at
-// least detail::kShortestStreamedRowBytes.
+// least detail::kShortestStreamedDxRowBytes.
 bool streams_dx(Stores stores, DType dtype, std::int64_t elements, std::int64_t length) {
   const auto bytes = static_cast<std::int64_t>(size_of(dtype));
   return detail::training_output_streams(stores, 3 * elements * bytes,
-                                         detail::backward_streaming_threshold_bytes(machine()), length * bytes);
+                                         detail::backward_streaming_threshold_bytes(machine()), length * bytes,
+                                         detail::kShortestStreamedDxRowBytes);
 }
 
 Request validate(Kind kind, const TensorView& y, const TensorView& dy, const MutableTensorView& dx,

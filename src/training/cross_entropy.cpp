@@ -131,11 +131,13 @@ void store_as(DType dtype, std::byte* base, std::int64_t offset, double v) {
 // quarter of the reported L3, uncapped: 120 MiB there.) A gradient in place over the
 // logits never streams: its lines are in cache already, read by the same pass
 // (Request::stream is false there; Request::grad_call_streams is this rule's answer).
+// Rows under detail::kShortestStreamedGradRowBytes never stream under automatic.
 bool streams_grad(Stores stores, const Request& r) {
   if (r.grad == nullptr) return false;
   const std::int64_t moved = 2 * r.fold.rows * r.classes * static_cast<std::int64_t>(size_of(r.dtype));
   return detail::training_output_streams(stores, moved, detail::streaming_threshold_bytes(machine()),
-                                         r.classes * static_cast<std::int64_t>(size_of(r.dtype)));
+                                         r.classes * static_cast<std::int64_t>(size_of(r.dtype)),
+                                         detail::kShortestStreamedGradRowBytes);
 }
 
 // Everything but the tensors' values: dtypes, shapes, axis, options, null data,

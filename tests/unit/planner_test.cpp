@@ -427,7 +427,8 @@ TEST_F(Planner, TrainingOutputsStreamBeyondTheirThresholds) {
   const std::int64_t f32_backward = 3 * 8 * 128256 * 4;
   const std::int64_t bf16_backward = 3 * 8 * 128256 * 2;
   const auto dx_streams = [](Stores stores, std::int64_t moved, const MachineInfo& m, std::int64_t row_bytes = 128256) {
-    return detail::training_output_streams(stores, moved, detail::backward_streaming_threshold_bytes(m), row_bytes);
+    return detail::training_output_streams(stores, moved, detail::backward_streaming_threshold_bytes(m), row_bytes,
+                                           detail::kShortestStreamedDxRowBytes);
   };
   EXPECT_TRUE(dx_streams(Stores::automatic, f32_backward, xeon));
   EXPECT_TRUE(dx_streams(Stores::automatic, f32_backward, zen5));
@@ -436,18 +437,23 @@ TEST_F(Planner, TrainingOutputsStreamBeyondTheirThresholds) {
   EXPECT_FALSE(dx_streams(Stores::cached, f32_backward, xeon));
   EXPECT_TRUE(dx_streams(Stores::streaming, 64, xeon));
   // Short rows go through the cache under automatic, however large the call (f32
-  // 16384 x 100, 16384 x 1000; 8192 x 1024 streams), unless streaming is asked for.
+  // 1638400 x 100, 16384 x 200; 16384 x 256 streams), unless streaming is asked for.
   EXPECT_FALSE(dx_streams(Stores::automatic, 3 * 16384 * 100 * 4 * 100, zen5, 400));
-  EXPECT_FALSE(dx_streams(Stores::automatic, 3 * 16384 * 1000 * 4, zen5, 4000));
-  EXPECT_TRUE(dx_streams(Stores::automatic, 3 * 8192 * 1024 * 4, zen5, 4096));
+  EXPECT_FALSE(dx_streams(Stores::automatic, 3 * 16384 * 200 * 4, zen5, 800));
+  EXPECT_TRUE(dx_streams(Stores::automatic, 3 * 16384 * 256 * 4, zen5, 1024));
   EXPECT_TRUE(dx_streams(Stores::streaming, 3 * 16384 * 100 * 4, zen5, 400));
   for (const MachineInfo& m : {xeon, zen5}) {
     const auto grad_streams = [&](std::int64_t rows) {
       return detail::training_output_streams(Stores::automatic, 2 * rows * 128256 * 4,
-                                             detail::streaming_threshold_bytes(m), 128256 * 4);
+                                             detail::streaming_threshold_bytes(m), 128256 * 4,
+                                             detail::kShortestStreamedGradRowBytes);
     };
     EXPECT_TRUE(grad_streams(64));
     EXPECT_FALSE(grad_streams(16));
+    // Rows of 1000 f32 classes keep their gradient in the cache, however many.
+    EXPECT_FALSE(detail::training_output_streams(Stores::automatic, 2 * 65536 * 1000 * 4,
+                                                 detail::streaming_threshold_bytes(m), 1000 * 4,
+                                                 detail::kShortestStreamedGradRowBytes));
   }
 }
 
