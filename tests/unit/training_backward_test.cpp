@@ -142,7 +142,10 @@ TEST_P(Backward, InPlaceOverDyOrYGivesTheSameBits) {
       TestTensor y = forward_output(log, dtype, shape, 1, 1, layout, rng());
       TestTensor dy(dtype, shape, layout);
       fill_normal(dy, rng(), Distribution{0, 1});
-      TestTensor separate(dtype, shape);
+      // In the same layout: a strided axis runs across the vector lanes only where dx's
+      // is strided too, and the lanes' float arithmetic need not round as the scalar
+      // loops' double arithmetic does.
+      TestTensor separate(dtype, shape, layout);
       run_backward(log, y.view(), dy.view(), separate.mutable_view(), {});
       TestTensor over_dy = dy;
       run_backward(log, y.view(), over_dy.view(), over_dy.mutable_view(), {});
@@ -524,6 +527,23 @@ TEST_P(Backward, DifferencesThatOverflowFloatBeforeTheTemperature) {
                                        compute_eps(dtype)));
         EXPECT_TRUE(std::isfinite(dx.at(log ? 0 : 1)));
         expect_same_bits_in_place(log, ty, tdy, dx, o);
+        // The same row down axis 0 of [n, 3], three times across the lanes
+        // (gradient_columns.cpp's float lanes hand the same elements over).
+        std::vector<long double> y3, dy3;
+        for (std::size_t i = 0; i < y.size(); ++i) {
+          y3.insert(y3.end(), 3, y[i]);
+          dy3.insert(dy3.end(), 3, dy[i]);
+        }
+        TestTensor ty3 = make_tensor(dtype, {n, 3}, y3);
+        TestTensor tdy3 = make_tensor(dtype, {n, 3}, dy3);
+        TestTensor dx3(dtype, {n, 3});
+        BackwardOptions down = o;
+        down.axis = 0;
+        run_backward(log, ty3.view(), tdy3.view(), dx3.mutable_view(), down);
+        const Reference ref3 = backward_reference(log, ty3, tdy3, 0, 4);
+        EXPECT_TRUE(meets_training_bar(std::string(to_string(dtype)) + " down axis 0", dx3, ref3.values,
+                                       ref3.cancelled, compute_eps(dtype)));
+        EXPECT_TRUE(std::isfinite(dx3.at(log ? 0 : 3)));
       }
     });
   }

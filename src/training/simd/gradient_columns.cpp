@@ -130,6 +130,121 @@ HWY_INLINE VD ExpLanes(DD d, VD z) {
   return StdExpLanes(z);
 }
 
+#if HWY_TARGET != HWY_SCALAR
+// Float vectors of 2N lanes over a block's K double vectors of columns.
+using DFW = hn::Repartition<float, DD>;
+using VFW = hn::Vec<DFW>;
+
+// The float vector of double vectors 2j and 2j + 1 (zeros past the block) of per-column
+// values, each demoted to float.
+template <std::size_t K>
+HWY_INLINE VFW DemotePair(const VD (&v)[K], std::size_t j) {
+  const DFD dh;
+  const VD lower = v[2 * j];
+  const VD upper = 2 * j + 1 < K ? v[2 * j + 1] : hn::Zero(DD());
+  return hn::Combine(DFW(), hn::DemoteTo(dh, upper), hn::DemoteTo(dh, lower));
+}
+
+// Columns [at, at + here) of a float vector whose lanes failed their test: the double
+// lanes' results (wide(v, h) gives double vector h's), rounded to T and blended in.
+template <class T, class Wide>
+HWY_INLINE VFW BlendDoubleResults(VFW out, hn::Mask<DFW> exact, std::size_t here, Wide&& wide) {
+  const std::size_t N = hn::Lanes(DD());
+  HWY_ALIGN T rounded[2 * hn::MaxLanes(DD())] = {};
+  for (std::size_t h = 0; h < 2 && h * N < here; ++h) {
+    const std::size_t part = std::min(N, here - h * N);
+    StoreTailWide(wide(h, part), rounded + h * N, part);
+  }
+  return hn::IfThenElse(exact, out, cs::LoadF32(DFW(), rounded));  // exact: T values
+}
+
+// A float vector of `here` columns of T at p (the rest 0), and its store.
+template <class T>
+HWY_INLINE VFW LoadColumns(const T* p, std::size_t here) {
+  const DFW df;
+  return here == hn::Lanes(df) ? cs::LoadF32(df, p) : cs::LoadTailF32(df, p, here, hn::Zero(df));
+}
+template <class T>
+HWY_INLINE void StoreColumns(VFW v, T* p, std::size_t here) {
+  const DFW df;
+  if (here == hn::Lanes(df)) cs::StoreF32(df, v, p);
+  else cs::StoreTailF32(df, v, p, here);
+}
+
+// softmax_backward's write pass in float lanes, two double vectors of the block a
+// float vector, as the rows' SoftmaxBackwardFloatLanes computes each element
+// (gradient_rows.cpp): y ((dy - hi) - mid) - lo) / T with the column's s as three
+// floats; an element whose column's s does not fit a float, whose result is not
+// finite, or (where 1/T > 1) whose product fell below float's normal range takes the
+// double lanes' result, so that no element's bits depend on its neighbours.
+template <std::size_t K, bool kTail, class T>
+HWY_INLINE void SoftmaxBackwardFloatBlock(const T* y, const T* dy, T* dx, const ColumnStrides& s, std::size_t n,
+                                          std::size_t count, const VD (&hi)[K], const VD (&lo)[K], double inv_t,
+                                          float inv_t_f, bool fetch_next) {
+  constexpr std::size_t KF = (K + 1) / 2;
+  const DD d;
+  const DFW df;
+  const std::size_t N = hn::Lanes(d);
+  const std::size_t lanes = kTail ? count : K * N;
+  // s = hi + lo split into three floats per lane (SplitIntoFloats), 0 where hi does not
+  // fit a float, whose lanes `fits` excludes.
+  VD s_hi[K], s_mid[K], s_lo[K], misfit[K];
+  for (std::size_t k = 0; k < K; ++k) {
+    const auto fits = hn::Le(hn::Abs(hi[k]), hn::Set(d, static_cast<double>(std::numeric_limits<float>::max())));
+    const VD h = hn::IfThenElseZero(fits, hi[k]);
+    s_hi[k] = hn::PromoteTo(d, hn::DemoteTo(DFD(), h));
+    const VD rest = hn::Add(hn::Sub(h, s_hi[k]), hn::IfThenElseZero(fits, lo[k]));
+    s_mid[k] = hn::PromoteTo(d, hn::DemoteTo(DFD(), rest));
+    s_lo[k] = hn::Sub(rest, s_mid[k]);
+    misfit[k] = hn::IfThenZeroElse(fits, hn::Set(d, 1.0));
+  }
+  VFW f_hi[KF], f_mid[KF], f_lo[KF];
+  hn::Mask<DFW> fits[KF];
+  for (std::size_t j = 0; j < KF; ++j) {
+    f_hi[j] = DemotePair(s_hi, j);
+    f_mid[j] = DemotePair(s_mid, j);
+    f_lo[j] = DemotePair(s_lo, j);
+    fits[j] = hn::Eq(DemotePair(misfit, j), hn::Zero(df));
+  }
+  const bool scaled = inv_t != 1;
+  const bool tiny_products_matter = inv_t_f > 1.0f;
+  const VFW scale = hn::Set(df, inv_t_f);
+  const VD scale_d = hn::Set(d, inv_t);
+  const VFW zero = hn::Zero(df);
+  const VFW smallest_normal = hn::Set(df, std::numeric_limits<float>::min());
+  for (std::size_t c = 0; c < n; ++c) {
+    const T* yc = y + static_cast<std::ptrdiff_t>(c) * s.y;
+    const T* dyc = dy + static_cast<std::ptrdiff_t>(c) * s.dy;
+    T* dxc = dx + static_cast<std::ptrdiff_t>(c) * s.dx;
+    if (fetch_next) {
+      FetchLines(yc + K * N, K * N * sizeof(T));
+      FetchLines(dyc + K * N, K * N * sizeof(T));
+    }
+    for (std::size_t j = 0; j < KF; ++j) {
+      const std::size_t at = 2 * N * j;
+      const std::size_t here = std::min(2 * N, lanes - at);
+      const VFW vy = LoadColumns(yc + at, here);
+      const VFW product = hn::Mul(vy, hn::Sub(hn::Sub(hn::Sub(LoadColumns(dyc + at, here), f_hi[j]), f_mid[j]), f_lo[j]));
+      const VFW out = scaled ? hn::Mul(product, scale) : product;
+      auto exact = hn::And(fits[j], hn::IsFinite(out));
+      if (tiny_products_matter) {
+        exact = hn::And(exact, hn::Or(hn::Ge(hn::Abs(product), smallest_normal), hn::Eq(vy, zero)));
+      }
+      if (HWY_UNLIKELY(!hn::AllTrue(df, hn::Or(exact, hn::Not(hn::FirstN(df, here)))))) {
+        StoreColumns(BlendDoubleResults<T>(out, exact, here, [&](std::size_t h, std::size_t part) HWY_ATTR {
+          const std::size_t k = 2 * j + h;
+          const VD diff = hn::Sub(hn::Sub(LoadTailWide(d, dyc + at + h * N, part), hi[k]), lo[k]);
+          VD v = hn::Mul(LoadTailWide(d, yc + at + h * N, part), diff);
+          return scaled ? hn::Mul(v, scale_d) : v;
+        }), dxc + at, here);
+      } else {
+        StoreColumns(out, dxc + at, here);
+      }
+    }
+  }
+}
+#endif
+
 // Products of two floats are exact in double: the fused multiply-add rounds once, as
 // an addition would.
 template <std::size_t K, bool kTail, class T>
@@ -151,6 +266,12 @@ HWY_INLINE void SoftmaxBackwardBlock(const T* y, const T* dy, T* dx, const Colum
     hi[k] = sums[k].Hi();
     lo[k] = sums[k].Lo();
   }
+#if HWY_TARGET != HWY_SCALAR
+  const auto inv_t_f = static_cast<float>(inv_t);
+  if (inv_t_f >= std::numeric_limits<float>::min() && std::isfinite(inv_t_f)) {
+    return SoftmaxBackwardFloatBlock<K, kTail>(y, dy, dx, s, n, count, hi, lo, inv_t, inv_t_f, fetch_next);
+  }
+#endif
   const VD scale = hn::Set(d, inv_t);
   for (std::size_t c = 0; c < n; ++c) {
     const T* yc = y + static_cast<std::ptrdiff_t>(c) * s.y;
@@ -184,20 +305,18 @@ HWY_INLINE void SoftmaxBackwardBlock(const T* y, const T* dy, T* dx, const Colum
 template <std::size_t K, bool kTail, class T>
 HWY_INLINE void LogSoftmaxBackwardFloatBlock(const T* ly, const T* dy, T* dx, const ColumnStrides& s, std::size_t n,
                                              std::size_t count, const VD (&total)[K], double inv_t, bool fetch_next) {
-  using DF = hn::Repartition<float, DD>;  // 2N floats: two double vectors' columns
-  using VF = hn::Vec<DF>;
   constexpr std::size_t KF = (K + 1) / 2;
   constexpr float kBound = kCancellationBound<T>;
   const DD d;
-  const DF df;
+  const DFW df;
   const DFD dh;  // N floats: one double vector's
   const hn::RebindToSigned<DFD> di;
   const std::size_t N = hn::Lanes(d);
   const std::size_t lanes = kTail ? count : K * N;
   // Per float vector: S, |S| / K (exact: a power of two, and |S| / K normal or 0), the
   // floor, and which lanes' S the float lanes may take.
-  VF sum[KF], sum_over_bound[KF], floor[KF];
-  hn::Mask<DF> sum_fits[KF];
+  VFW sum[KF], sum_over_bound[KF], floor[KF];
+  hn::Mask<DFW> sum_fits[KF];
   const VD flt_min_k = hn::Set(d, static_cast<double>(std::numeric_limits<float>::min()) * kBound);
   const VD flt_max = hn::Set(d, static_cast<double>(std::numeric_limits<float>::max()));
   const VD floor_scale = hn::Set(d, static_cast<double>(std::numeric_limits<float>::min()) * 0x1p24);
@@ -223,10 +342,10 @@ HWY_INLINE void LogSoftmaxBackwardFloatBlock(const T* ly, const T* dy, T* dx, co
                           hn::FirstN(df, lanes > 2 * N * j ? lanes - 2 * N * j : 0));
   }
   const bool scaled = inv_t != 1;
-  const VF scale = hn::Set(df, static_cast<float>(inv_t));
+  const VFW scale = hn::Set(df, static_cast<float>(inv_t));
   const VD scale_d = hn::Set(d, inv_t);
-  const VF zero = hn::Zero(df);
-  const VF largest = hn::Set(df, std::numeric_limits<float>::max());
+  const VFW zero = hn::Zero(df);
+  const VFW largest = hn::Set(df, std::numeric_limits<float>::max());
   for (std::size_t c = 0; c < n; ++c) {
     const T* lyc = ly + static_cast<std::ptrdiff_t>(c) * s.y;
     const T* dyc = dy + static_cast<std::ptrdiff_t>(c) * s.dy;
@@ -238,31 +357,23 @@ HWY_INLINE void LogSoftmaxBackwardFloatBlock(const T* ly, const T* dy, T* dx, co
     for (std::size_t j = 0; j < KF; ++j) {
       const std::size_t at = 2 * N * j;
       const std::size_t here = std::min(2 * N, lanes - at);  // columns of this float vector
-      const bool whole = here == 2 * N;
-      const VF vly = whole ? cs::LoadF32(df, lyc + at) : cs::LoadTailF32(df, lyc + at, here, zero);
-      const VF vdy = whole ? cs::LoadF32(df, dyc + at) : cs::LoadTailF32(df, dyc + at, here, zero);
-      const VF p = cs::ExpFlushCoarse(df, vly);
-      const VF v = hn::NegMulAdd(p, sum[j], vdy);
-      const VF abs_v = hn::Abs(v);
+      const VFW vly = LoadColumns(lyc + at, here);
+      const VFW p = cs::ExpFlushCoarse(df, vly);
+      const VFW v = hn::NegMulAdd(p, sum[j], LoadColumns(dyc + at, here));
+      const VFW abs_v = hn::Abs(v);
       const auto exact_enough =
           hn::And(hn::And(sum_fits[j], hn::Le(hn::MulAdd(p, sum_over_bound[j], floor[j]), abs_v)),
                   hn::Le(hn::Max(vly, hn::Sub(abs_v, largest)), zero));
-      VF out = scaled ? hn::Mul(v, scale) : v;
+      const VFW out = scaled ? hn::Mul(v, scale) : v;
       if (HWY_UNLIKELY(!hn::AllTrue(df, hn::Or(exact_enough, hn::Not(hn::FirstN(df, here)))))) {
-        // The double lanes' results of this float vector's columns, rounded to T.
-        HWY_ALIGN T wide[2 * hn::MaxLanes(DD())] = {};
-        for (std::size_t h = 0; h < 2 && h * N < here; ++h) {
-          const std::size_t k = 2 * j + h;
-          const std::size_t part = std::min(N, here - h * N);
+        StoreColumns(BlendDoubleResults<T>(out, exact_enough, here, [&](std::size_t h, std::size_t part) HWY_ATTR {
           const VD pd = ExpLanes(d, LoadTailWide(d, lyc + at + h * N, part));
-          VD vd = hn::NegMulAdd(pd, total[k], LoadTailWide(d, dyc + at + h * N, part));
-          if (scaled) vd = hn::Mul(vd, scale_d);
-          StoreTailWide(vd, wide + h * N, part);
-        }
-        out = hn::IfThenElse(exact_enough, out, cs::LoadF32(df, wide));  // exact: wide holds T values
+          const VD vd = hn::NegMulAdd(pd, total[2 * j + h], LoadTailWide(d, dyc + at + h * N, part));
+          return scaled ? hn::Mul(vd, scale_d) : vd;
+        }), dxc + at, here);
+      } else {
+        StoreColumns(out, dxc + at, here);
       }
-      if (whole) cs::StoreF32(df, out, dxc + at);
-      else cs::StoreTailF32(df, out, dxc + at, here);
     }
   }
 }
