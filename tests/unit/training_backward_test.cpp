@@ -479,8 +479,19 @@ TEST_F(BackwardLogNearCancellation, StaysWithinTheBarOnEveryTarget) {
         rest -= g.at(row * n + j);
       }
     }
+    // The same rows down axis 0 of [n, rows]: across the vector lanes (gradient_columns.cpp).
+    std::vector<long double> ly_down(log_y.size()), g_down(log_y.size());
+    for (std::int64_t row = 0; row < rows; ++row) {
+      for (std::int64_t j = 0; j < n; ++j) {
+        ly_down[static_cast<std::size_t>(j * rows + row)] = ly.at(row * n + j);
+        g_down[static_cast<std::size_t>(j * rows + row)] = g.at(row * n + j);
+      }
+    }
+    const TestTensor ly_t = make_tensor(dtype, {n, rows}, ly_down);
+    const TestTensor g_t = make_tensor(dtype, {n, rows}, g_down);
     for (long double t : {1.0L, 0.5L}) {
       const Reference ref = backward_reference(true, ly, g, 1, t);
+      const Reference ref_down = backward_reference(true, ly_t, g_t, 0, t);
       for (std::int64_t target : simd_targets()) {
         SCOPED_TRACE(hwy::TargetName(target));
         with_target(target, [&] {
@@ -490,6 +501,11 @@ TEST_F(BackwardLogNearCancellation, StaysWithinTheBarOnEveryTarget) {
           log_softmax_backward(ly.view(), g.view(), dx.mutable_view(), o);
           EXPECT_TRUE(meets_training_bar(std::string(to_string(dtype)), dx, ref.values, ref.cancelled,
                                          compute_eps(dtype)));
+          TestTensor dx_down(dtype, {n, rows});
+          o.axis = 0;
+          log_softmax_backward(ly_t.view(), g_t.view(), dx_down.mutable_view(), o);
+          EXPECT_TRUE(meets_training_bar(std::string(to_string(dtype)) + " down axis 0", dx_down, ref_down.values,
+                                         ref_down.cancelled, compute_eps(dtype)));
         });
       }
     }

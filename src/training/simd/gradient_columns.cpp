@@ -291,12 +291,12 @@ HWY_INLINE void SoftmaxBackwardBlock(const T* y, const T* dy, T* dx, const Colum
 }
 
 #if HWY_TARGET != HWY_SCALAR
-// log_softmax_backward's write pass for 16-bit outputs in float lanes, two double
-// vectors of the block (2N columns) a float vector: a double exp per element cost
-// more than the rest of the pass (bf16 took 1.5 times f32's time along axis 1, 3
-// times PyTorch's). Each element is decided as the rows decide it
-// (gradient_rows.cpp's LogSoftmaxBackwardFloatLanes, without the row checks): the
-// coarse float exp and dx = (dy - p S) / T where |p S| <= K |dx|
+// log_softmax_backward's write pass in float lanes, two double vectors of the block
+// (2N columns) a float vector: a double exp per element cost more than the rest of
+// the pass (bf16 took 1.5 times f32's time along axis 1, 3 times PyTorch's). Each
+// element is decided as the rows decide it (gradient_rows.cpp's
+// LogSoftmaxBackwardFloatLanes, without the row checks): the float exp (16-bit
+// outputs: the coarse one; f32: S as two floats) and dx = (dy - p S) / T where |p S| <= K |dx|
 // (kCancellationBound), p is normal or negligible (the floor, FLT_MIN 2^24 |S|
 // rounded up), log_y <= 0 and dy - p S is finite, and where its column's S fits a
 // float and is 0 or at least FLT_MIN K; every other element takes the double lanes'
@@ -315,19 +315,21 @@ HWY_INLINE void LogSoftmaxBackwardFloatBlock(const T* ly, const T* dy, T* dx, co
   const std::size_t lanes = kTail ? count : K * N;
   // Per float vector: S, |S| / K (exact: a power of two, and |S| / K normal or 0), the
   // floor, and which lanes' S the float lanes may take.
-  VFW sum[KF], sum_over_bound[KF], floor[KF];
+  constexpr bool kSplitSum = std::is_same_v<T, float>;  // S as two floats (kCancellationBound)
+  VFW sum[KF], sum_lo[KF], sum_over_bound[KF], floor[KF];
   hn::Mask<DFW> sum_fits[KF];
   const VD flt_min_k = hn::Set(d, static_cast<double>(std::numeric_limits<float>::min()) * kBound);
   const VD flt_max = hn::Set(d, static_cast<double>(std::numeric_limits<float>::max()));
   const VD floor_scale = hn::Set(d, static_cast<double>(std::numeric_limits<float>::min()) * 0x1p24);
   for (std::size_t j = 0; j < KF; ++j) {
-    hn::Vec<DFD> parts[3][2];  // sum, floor, 1 where S does not fit; lower and upper half
+    hn::Vec<DFD> parts[4][2];  // sum, floor, 1 where S does not fit, S's rest; lower and upper half
     for (std::size_t h = 0; h < 2; ++h) {
       const std::size_t k = 2 * j + h;
       const VD t = k < K ? total[k] : hn::Zero(d);
       const VD abs_t = hn::Abs(t);
       const auto fits = hn::And(hn::Le(abs_t, flt_max), hn::Or(hn::Eq(t, hn::Zero(d)), hn::Ge(abs_t, flt_min_k)));
       parts[0][h] = hn::DemoteTo(dh, hn::IfThenElseZero(fits, t));
+      parts[3][h] = hn::DemoteTo(dh, hn::IfThenElseZero(fits, hn::Sub(t, hn::PromoteTo(d, parts[0][h]))));
       // FLT_MIN 2^24 |S| (exact in double), rounded up to a float.
       const VD floor_exact = hn::IfThenElseZero(fits, hn::Mul(abs_t, floor_scale));
       const hn::Vec<DFD> floor_near = hn::DemoteTo(dh, floor_exact);
@@ -336,6 +338,7 @@ HWY_INLINE void LogSoftmaxBackwardFloatBlock(const T* ly, const T* dy, T* dx, co
       parts[2][h] = hn::DemoteTo(dh, hn::IfThenZeroElse(fits, hn::Set(d, 1.0)));
     }
     sum[j] = hn::Combine(df, parts[0][1], parts[0][0]);
+    sum_lo[j] = hn::Combine(df, parts[3][1], parts[3][0]);
     sum_over_bound[j] = hn::Mul(hn::Abs(sum[j]), hn::Set(df, 1.0f / kBound));
     floor[j] = hn::Combine(df, parts[1][1], parts[1][0]);
     sum_fits[j] = hn::And(hn::Eq(hn::Combine(df, parts[2][1], parts[2][0]), hn::Zero(df)),
@@ -358,8 +361,14 @@ HWY_INLINE void LogSoftmaxBackwardFloatBlock(const T* ly, const T* dy, T* dx, co
       const std::size_t at = 2 * N * j;
       const std::size_t here = std::min(2 * N, lanes - at);  // columns of this float vector
       const VFW vly = LoadColumns(lyc + at, here);
-      const VFW p = cs::ExpFlushCoarse(df, vly);
-      const VFW v = hn::NegMulAdd(p, sum[j], LoadColumns(dyc + at, here));
+      VFW p, v;
+      if constexpr (kSplitSum) {
+        p = cs::ExpFlush(df, vly, cs::NoLowPart{});
+        v = hn::NegMulAdd(p, sum_lo[j], hn::NegMulAdd(p, sum[j], LoadColumns(dyc + at, here)));
+      } else {
+        p = cs::ExpFlushCoarse(df, vly);
+        v = hn::NegMulAdd(p, sum[j], LoadColumns(dyc + at, here));
+      }
       const VFW abs_v = hn::Abs(v);
       const auto exact_enough =
           hn::And(hn::And(sum_fits[j], hn::Le(hn::MulAdd(p, sum_over_bound[j], floor[j]), abs_v)),
@@ -392,11 +401,9 @@ HWY_INLINE void LogSoftmaxBackwardBlock(const T* ly, const T* dy, T* dx, const C
   VD total[K];
   for (std::size_t k = 0; k < K; ++k) total[k] = sums[k].Hi();
 #if HWY_TARGET != HWY_SCALAR
-  if constexpr (!std::is_same_v<T, float>) {
-    const auto inv_t_f = static_cast<float>(inv_t);
-    if (inv_t_f >= std::numeric_limits<float>::min() && std::isfinite(inv_t_f)) {
-      return LogSoftmaxBackwardFloatBlock<K, kTail>(ly, dy, dx, s, n, count, total, inv_t, fetch_next);
-    }
+  const auto inv_t_f = static_cast<float>(inv_t);
+  if (inv_t_f >= std::numeric_limits<float>::min() && std::isfinite(inv_t_f)) {
+    return LogSoftmaxBackwardFloatBlock<K, kTail>(ly, dy, dx, s, n, count, total, inv_t, fetch_next);
   }
 #endif
   const VD scale = hn::Set(d, inv_t);
