@@ -130,20 +130,49 @@ HWY_INLINE VD ExpLanes(DD d, VD z) {
   return StdExpLanes(z);
 }
 
+// Products of two floats are exact in double: the fused multiply-add rounds once, as
+// an addition would.
+template <std::size_t K, bool kTail, class T>
+HWY_INLINE void SoftmaxBackwardBlock(const T* y, const T* dy, T* dx, const ColumnStrides& s, std::size_t n,
+                                     std::size_t count, double inv_t, bool fetch_next) {
+  const DD d;
+  const std::size_t N = hn::Lanes(d);
+  LaneSum sums[K];
+  SumDownTheAxis(sums, n, [&](std::size_t c) HWY_ATTR {
+    const T* yc = y + static_cast<std::ptrdiff_t>(c) * s.y;
+    const T* dyc = dy + static_cast<std::ptrdiff_t>(c) * s.dy;
+    for (std::size_t k = 0; k < K; ++k) {
+      sums[k].plain = hn::MulAdd(LoadLanes<kTail>(d, yc + k * N, count), LoadLanes<kTail>(d, dyc + k * N, count),
+                                 sums[k].plain);
+    }
+  });
+  VD hi[K], lo[K];
+  for (std::size_t k = 0; k < K; ++k) {
+    hi[k] = sums[k].Hi();
+    lo[k] = sums[k].Lo();
+  }
+  const VD scale = hn::Set(d, inv_t);
+  for (std::size_t c = 0; c < n; ++c) {
+    const T* yc = y + static_cast<std::ptrdiff_t>(c) * s.y;
+    const T* dyc = dy + static_cast<std::ptrdiff_t>(c) * s.dy;
+    T* dxc = dx + static_cast<std::ptrdiff_t>(c) * s.dx;
+    if (fetch_next) {
+      FetchLines(yc + K * N, K * N * sizeof(T));
+      FetchLines(dyc + K * N, K * N * sizeof(T));
+    }
+    for (std::size_t k = 0; k < K; ++k) {
+      const VD diff = hn::Sub(hn::Sub(LoadLanes<kTail>(d, dyc + k * N, count), hi[k]), lo[k]);
+      VD v = hn::Mul(LoadLanes<kTail>(d, yc + k * N, count), diff);
+      if (inv_t != 1) v = hn::Mul(v, scale);
+      StoreLanes<kTail>(v, dxc + k * N, count);
+    }
+  }
+}
+
 #if HWY_TARGET != HWY_SCALAR
 // Float vectors of 2N lanes over a block's K double vectors of columns.
 using DFW = hn::Repartition<float, DD>;
 using VFW = hn::Vec<DFW>;
-
-// The float vector of double vectors 2j and 2j + 1 (zeros past the block) of per-column
-// values, each demoted to float.
-template <std::size_t K>
-HWY_INLINE VFW DemotePair(const VD (&v)[K], std::size_t j) {
-  const DFD dh;
-  const VD lower = v[2 * j];
-  const VD upper = 2 * j + 1 < K ? v[2 * j + 1] : hn::Zero(DD());
-  return hn::Combine(DFW(), hn::DemoteTo(dh, upper), hn::DemoteTo(dh, lower));
-}
 
 // Columns [at, at + here) of a float vector whose lanes failed their test: the double
 // lanes' results (wide(v, h) gives double vector h's), rounded to T and blended in.
@@ -171,126 +200,6 @@ HWY_INLINE void StoreColumns(VFW v, T* p, std::size_t here) {
   else cs::StoreTailF32(df, v, p, here);
 }
 
-// softmax_backward's write pass in float lanes, two double vectors of the block a
-// float vector, as the rows' SoftmaxBackwardFloatLanes computes each element
-// (gradient_rows.cpp): y ((dy - hi) - mid) - lo) / T with the column's s as three
-// floats; an element whose column's s does not fit a float, whose result is not
-// finite, or (where 1/T > 1) whose product fell below float's normal range takes the
-// double lanes' result, so that no element's bits depend on its neighbours.
-template <std::size_t K, bool kTail, class T>
-HWY_INLINE void SoftmaxBackwardFloatBlock(const T* y, const T* dy, T* dx, const ColumnStrides& s, std::size_t n,
-                                          std::size_t count, const VD (&hi)[K], const VD (&lo)[K], double inv_t,
-                                          float inv_t_f, bool fetch_next) {
-  constexpr std::size_t KF = (K + 1) / 2;
-  const DD d;
-  const DFW df;
-  const std::size_t N = hn::Lanes(d);
-  const std::size_t lanes = kTail ? count : K * N;
-  // s = hi + lo split into three floats per lane (SplitIntoFloats), 0 where hi does not
-  // fit a float, whose lanes `fits` excludes.
-  VD s_hi[K], s_mid[K], s_lo[K], misfit[K];
-  for (std::size_t k = 0; k < K; ++k) {
-    const auto fits = hn::Le(hn::Abs(hi[k]), hn::Set(d, static_cast<double>(std::numeric_limits<float>::max())));
-    const VD h = hn::IfThenElseZero(fits, hi[k]);
-    s_hi[k] = hn::PromoteTo(d, hn::DemoteTo(DFD(), h));
-    const VD rest = hn::Add(hn::Sub(h, s_hi[k]), hn::IfThenElseZero(fits, lo[k]));
-    s_mid[k] = hn::PromoteTo(d, hn::DemoteTo(DFD(), rest));
-    s_lo[k] = hn::Sub(rest, s_mid[k]);
-    misfit[k] = hn::IfThenZeroElse(fits, hn::Set(d, 1.0));
-  }
-  VFW f_hi[KF], f_mid[KF], f_lo[KF];
-  hn::Mask<DFW> fits[KF];
-  for (std::size_t j = 0; j < KF; ++j) {
-    f_hi[j] = DemotePair(s_hi, j);
-    f_mid[j] = DemotePair(s_mid, j);
-    f_lo[j] = DemotePair(s_lo, j);
-    fits[j] = hn::Eq(DemotePair(misfit, j), hn::Zero(df));
-  }
-  const bool scaled = inv_t != 1;
-  const bool tiny_products_matter = inv_t_f > 1.0f;
-  const VFW scale = hn::Set(df, inv_t_f);
-  const VD scale_d = hn::Set(d, inv_t);
-  const VFW zero = hn::Zero(df);
-  const VFW smallest_normal = hn::Set(df, std::numeric_limits<float>::min());
-  for (std::size_t c = 0; c < n; ++c) {
-    const T* yc = y + static_cast<std::ptrdiff_t>(c) * s.y;
-    const T* dyc = dy + static_cast<std::ptrdiff_t>(c) * s.dy;
-    T* dxc = dx + static_cast<std::ptrdiff_t>(c) * s.dx;
-    if (fetch_next) {
-      FetchLines(yc + K * N, K * N * sizeof(T));
-      FetchLines(dyc + K * N, K * N * sizeof(T));
-    }
-    for (std::size_t j = 0; j < KF; ++j) {
-      const std::size_t at = 2 * N * j;
-      const std::size_t here = std::min(2 * N, lanes - at);
-      const VFW vy = LoadColumns(yc + at, here);
-      const VFW product = hn::Mul(vy, hn::Sub(hn::Sub(hn::Sub(LoadColumns(dyc + at, here), f_hi[j]), f_mid[j]), f_lo[j]));
-      const VFW out = scaled ? hn::Mul(product, scale) : product;
-      auto exact = hn::And(fits[j], hn::IsFinite(out));
-      if (tiny_products_matter) {
-        exact = hn::And(exact, hn::Or(hn::Ge(hn::Abs(product), smallest_normal), hn::Eq(vy, zero)));
-      }
-      if (HWY_UNLIKELY(!hn::AllTrue(df, hn::Or(exact, hn::Not(hn::FirstN(df, here)))))) {
-        StoreColumns(BlendDoubleResults<T>(out, exact, here, [&](std::size_t h, std::size_t part) HWY_ATTR {
-          const std::size_t k = 2 * j + h;
-          const VD diff = hn::Sub(hn::Sub(LoadTailWide(d, dyc + at + h * N, part), hi[k]), lo[k]);
-          VD v = hn::Mul(LoadTailWide(d, yc + at + h * N, part), diff);
-          return scaled ? hn::Mul(v, scale_d) : v;
-        }), dxc + at, here);
-      } else {
-        StoreColumns(out, dxc + at, here);
-      }
-    }
-  }
-}
-#endif
-
-// Products of two floats are exact in double: the fused multiply-add rounds once, as
-// an addition would.
-template <std::size_t K, bool kTail, class T>
-HWY_INLINE void SoftmaxBackwardBlock(const T* y, const T* dy, T* dx, const ColumnStrides& s, std::size_t n,
-                                     std::size_t count, double inv_t, bool fetch_next) {
-  const DD d;
-  const std::size_t N = hn::Lanes(d);
-  LaneSum sums[K];
-  SumDownTheAxis(sums, n, [&](std::size_t c) HWY_ATTR {
-    const T* yc = y + static_cast<std::ptrdiff_t>(c) * s.y;
-    const T* dyc = dy + static_cast<std::ptrdiff_t>(c) * s.dy;
-    for (std::size_t k = 0; k < K; ++k) {
-      sums[k].plain = hn::MulAdd(LoadLanes<kTail>(d, yc + k * N, count), LoadLanes<kTail>(d, dyc + k * N, count),
-                                 sums[k].plain);
-    }
-  });
-  VD hi[K], lo[K];
-  for (std::size_t k = 0; k < K; ++k) {
-    hi[k] = sums[k].Hi();
-    lo[k] = sums[k].Lo();
-  }
-#if HWY_TARGET != HWY_SCALAR
-  const auto inv_t_f = static_cast<float>(inv_t);
-  if (inv_t_f >= std::numeric_limits<float>::min() && std::isfinite(inv_t_f)) {
-    return SoftmaxBackwardFloatBlock<K, kTail>(y, dy, dx, s, n, count, hi, lo, inv_t, inv_t_f, fetch_next);
-  }
-#endif
-  const VD scale = hn::Set(d, inv_t);
-  for (std::size_t c = 0; c < n; ++c) {
-    const T* yc = y + static_cast<std::ptrdiff_t>(c) * s.y;
-    const T* dyc = dy + static_cast<std::ptrdiff_t>(c) * s.dy;
-    T* dxc = dx + static_cast<std::ptrdiff_t>(c) * s.dx;
-    if (fetch_next) {
-      FetchLines(yc + K * N, K * N * sizeof(T));
-      FetchLines(dyc + K * N, K * N * sizeof(T));
-    }
-    for (std::size_t k = 0; k < K; ++k) {
-      const VD diff = hn::Sub(hn::Sub(LoadLanes<kTail>(d, dyc + k * N, count), hi[k]), lo[k]);
-      VD v = hn::Mul(LoadLanes<kTail>(d, yc + k * N, count), diff);
-      if (inv_t != 1) v = hn::Mul(v, scale);
-      StoreLanes<kTail>(v, dxc + k * N, count);
-    }
-  }
-}
-
-#if HWY_TARGET != HWY_SCALAR
 // log_softmax_backward's write pass in float lanes, two double vectors of the block
 // (2N columns) a float vector: a double exp per element cost more than the rest of
 // the pass (bf16 took 1.5 times f32's time along axis 1, 3 times PyTorch's). Each
