@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "core/cache_line.hpp"
+#include "cpu/simd/f32_rows.hpp"
 #include "training/rows.hpp"
 
 #undef HWY_TARGET_INCLUDE
@@ -953,23 +954,16 @@ double CrossEntropyBlockFromExpsT(const T* x, const float* e, T* grad, const T* 
 }
 
 // cross_entropy_rows_stats: each row as run_with_stored_exps takes a row of one block
-// (its max as cpu/simd's f32_rmax finds it, then StoreExps).
+// (the first row's max from cpu/simd's f32_rmax, each next one's found beside the
+// exps of the row before it; then StoreExps).
 template <class T>
 void CrossEntropyRowsStatsT(const T* x, const std::int64_t* x_rows, float* e, T* fetch,
                             const std::int64_t* fetch_rows, std::size_t n, std::size_t rows,
                             const CrossEntropyColumns& p) {
-  const std::size_t N = hn::Lanes(DF());
-  float next_max = 0;
+  float next_max = rows > 0 ? cpu::simd::f32_rmax(x + x_rows[0], n) : 0.0f;
   for (std::size_t j = 0; j < rows; ++j) {
     const T* row = x + x_rows[j];
-    float m = next_max;
-    if (j == 0) {
-      cs::MaxLanes<T, 4> max;
-      std::size_t i = 0;
-      for (; i + 4 * N <= n; i += 4 * N) max.Add(row + i, 4 * N);
-      max.AddAny(row + i, n - i);
-      m = max.Result(row, n);
-    }
+    const float m = next_max;
     // The next row's max beside this row's exps (StoreExpsAndNextMax), or alone where
     // this row has none.
     const T* next = j + 1 < rows ? x + x_rows[j + 1] : nullptr;
