@@ -199,6 +199,27 @@ void register_training_kernels(std::int64_t target, std::size_t n) {
       });
     });
   }
+  // Both passes over a batch of 64 contiguous rows (the API's path for rows of up to
+  // 1024), bytes as above for all of them.
+  if (n <= 1024) {
+    for (const bool log : {false, true}) {
+      add(log ? "log_softmax_backward_rows" : "softmax_backward_rows", [=](benchmark::State& state) {
+        constexpr std::size_t kRows = 64;
+        std::vector<T> y, dy = random_row<T>(kRows * n), dx(kRows * n);
+        for (std::size_t j = 0; j < kRows; ++j) {
+          const auto row = shifted(kMax, !log);
+          y.insert(y.end(), row.begin(), row.end());
+        }
+        std::vector<std::int64_t> at(kRows);
+        for (std::size_t j = 0; j < kRows; ++j) at[j] = static_cast<std::int64_t>(j * n);
+        const tsimd::BackwardRows rows{at.data(), at.data(), at.data()};
+        run_on(state, target, static_cast<std::int64_t>(kRows) * 3 * row_bytes, [&] {
+          if (log) tsimd::log_softmax_backward_rows(y.data(), dy.data(), dx.data(), rows, n, kRows, 1.0, false);
+          else tsimd::softmax_backward_rows(y.data(), dy.data(), dx.data(), rows, n, kRows, 1.0, false);
+        });
+      });
+    }
+  }
   tsimd::CrossEntropyRow row;
   row.m = kMax;
   row.coefficient_sum = 1.0;
@@ -253,7 +274,7 @@ void register_all() {
       register_short_rows<float>(target, 1024, n);
     }
   }
-  for (std::size_t n : {std::size_t{2048}, std::size_t{32000}}) {
+  for (std::size_t n : {std::size_t{100}, std::size_t{2048}, std::size_t{32000}}) {
     for (std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
       register_training_kernels<float>(target, n);
       register_training_kernels<half>(target, n);

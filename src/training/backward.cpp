@@ -223,6 +223,23 @@ std::size_t next_row_prefetch_bytes(Kind kind, std::int64_t length) {
   return room <= 0 ? 0 : static_cast<std::size_t>(std::min(room, row_bytes));
 }
 
+// Contiguous rows of at most kLongestBatchedRow elements go kRowBatch at a time
+// through the batch kernels (training/simd/gradient_rows.hpp's *_rows), which share a
+// row's fixed costs (its dispatches, its sum's join) across the batch; the same bits
+// as a row at a time. Longer rows go a row a call, where the write pass can fetch the
+// next row's head.
+constexpr std::int64_t kLongestBatchedRow = 1024;
+constexpr std::int64_t kRowBatch = 64;
+
+template <class T>
+void simd_rows(Kind kind, const T* y, const T* dy, T* dx, const training::simd::BackwardRows& rows, std::int64_t n,
+               std::int64_t count, double inv_t, bool stream) {
+  const auto length = static_cast<std::size_t>(n);
+  const auto batch = static_cast<std::size_t>(count);
+  if (kind == Kind::softmax) training::simd::softmax_backward_rows(y, dy, dx, rows, length, batch, inv_t, stream);
+  else training::simd::log_softmax_backward_rows(y, dy, dx, rows, length, batch, inv_t, stream);
+}
+
 // Threads share rows across the lanes in pieces of at most this many columns (any
 // split gives the same bits: each lane is its own row).
 constexpr std::int64_t kColumnsPerPiece = 512;
@@ -263,8 +280,24 @@ void run_typed(const Request& r) {
   const auto inv_t = static_cast<Compute<T>>(r.inv_t);
   const bool contiguous = r.y_stride == 1 && r.dy_stride == 1 && r.dx_stride == 1;
   const std::size_t prefetch_bytes = kSimdRows<T> && contiguous ? next_row_prefetch_bytes<T>(r.kind, r.length) : 0;
+  const bool batched = kSimdRows<T> && contiguous && r.length <= kLongestBatchedRow;
   training::for_rows(r.fold.rows, r.threads, [&](std::int64_t begin, std::int64_t end) {
     RowCursor at(r.fold, begin);
+    if constexpr (kSimdRows<T>) {
+      if (batched) {
+        std::int64_t offsets[3][kRowBatch];
+        for (std::int64_t first = begin; first < end; first += kRowBatch) {
+          const std::int64_t count = std::min(kRowBatch, end - first);
+          for (std::int64_t j = 0; j < count; ++j, at.next()) {
+            for (int view = 0; view < 3; ++view) offsets[view][j] = at.offset(view);
+          }
+          simd_rows(r.kind, y, dy, dx, {offsets[0], offsets[1], offsets[2], prefetch_bytes}, r.length, count, r.inv_t,
+                    r.stream);
+        }
+        if (r.stream) hwy::FlushStream();  // the batches' streaming stores, once
+        return;
+      }
+    }
     for (std::int64_t row = begin; row < end; ++row, at.next()) {
       if constexpr (kSimdRows<T>) {
         if (contiguous) {

@@ -3,6 +3,7 @@
 // in place, edge values and shapes, threads, errors; the vectorised rows on every
 // Highway target.
 #include <gtest/gtest.h>
+#include <hwy/cache_control.h>
 #include <hwy/targets.h>
 
 #include <cmath>
@@ -21,6 +22,7 @@
 #include "smax/error.hpp"
 #include "smax/ops.hpp"
 #include "smax/training.hpp"
+#include "training/simd/gradient_rows.hpp"
 #include "training_reference.hpp"
 
 namespace smax::test {
@@ -270,6 +272,82 @@ TEST_P(Backward, VectorisedRowsOnEveryTargetMeetTheBar) {
           }
         }
       }
+    });
+  }
+}
+
+// The batch kernels (training/simd/gradient_rows.hpp's *_rows, which the API takes
+// for contiguous rows of up to 1024) give each row the bits of the one-row kernels:
+// every target, lengths around the vector widths, batches of one row to several
+// groups, rows at irregular and misaligned offsets, temperatures below and above 1,
+// NaN, infinite and masked elements, dy of a single huge value, the next rows
+// fetched; in place over either input and streamed, the same bits.
+template <class T>
+void expect_batches_match_rows(bool log, DType dtype, Rng& rng) {
+  namespace tsimd = training::simd;
+  for (std::int64_t n : {1, 2, 7, 8, 9, 31, 33, 100, 129, 255, 1000}) {
+    for (std::int64_t count : {1, 3, 8, 9, 19, 64}) {
+      const std::int64_t stride = n + 3;
+      const std::vector<std::int64_t> shape = {count, stride};
+      TestTensor y = forward_output(log, dtype, shape, 1, 1, Layout::contiguous, rng);
+      TestTensor dy(dtype, shape);
+      fill_normal(dy, rng, Distribution{0.5, 2});
+      std::vector<std::int64_t> at(static_cast<std::size_t>(count));
+      for (std::int64_t j = 0; j < count; ++j) at[static_cast<std::size_t>(j)] = j * stride + j % 3;
+      if (count > 3) {
+        dy.set_at(at[1] + n / 2, kNaN);
+        dy.set_at(at[2] + n - 1, kInf);
+        y.set_at(at[3], log ? -kInf : 0.0L);
+        dy.set_at(at[3] + n / 3, 3e38L);
+      }
+      const double inv_t = 1.0 / (count % 2 ? 0.7 : 1.5);
+      const tsimd::BackwardRows rows{at.data(), at.data(), at.data(), log ? 256u : 0u};
+      const auto* yp = static_cast<const T*>(y.data());
+      const auto* dyp = static_cast<const T*>(dy.data());
+      SCOPED_TRACE(std::string(to_string(dtype)) + " n " + std::to_string(n) + " rows " + std::to_string(count));
+      for (const bool stream : {false, true}) {
+        TestTensor one(dtype, shape), batch(dtype, shape), over_dy = dy, over_y = y;
+        auto* onep = static_cast<T*>(one.data());
+        const auto length = static_cast<std::size_t>(n);
+        for (std::int64_t j = 0; j < count; ++j) {
+          const std::int64_t r = at[static_cast<std::size_t>(j)];
+          if (log) {
+            tsimd::log_softmax_backward_write(yp + r, dyp + r, onep + r, length, tsimd::sum_of(dyp + r, length).hi,
+                                              inv_t, {}, stream);
+          } else {
+            tsimd::softmax_backward_write(yp + r, dyp + r, onep + r, length,
+                                          tsimd::sum_of_products(yp + r, dyp + r, length), inv_t, {}, stream);
+          }
+        }
+        const auto batches = [&](const T* a, const T* b, T* dx) {
+          if (log) tsimd::log_softmax_backward_rows(a, b, dx, rows, length, static_cast<std::size_t>(count), inv_t, stream);
+          else tsimd::softmax_backward_rows(a, b, dx, rows, length, static_cast<std::size_t>(count), inv_t, stream);
+          hwy::FlushStream();
+        };
+        batches(yp, dyp, static_cast<T*>(batch.data()));
+        ASSERT_EQ(batch.bytes(), one.bytes()) << "stream " << stream;
+        batches(yp, static_cast<const T*>(over_dy.data()), static_cast<T*>(over_dy.data()));
+        batches(static_cast<const T*>(over_y.data()), dyp, static_cast<T*>(over_y.data()));
+        for (std::int64_t j = 0; j < count; ++j) {
+          const auto r = static_cast<std::size_t>(at[static_cast<std::size_t>(j)]) * size_of(dtype);
+          const std::size_t bytes = length * size_of(dtype);
+          const auto* want = static_cast<const unsigned char*>(one.data()) + r;
+          ASSERT_EQ(0, std::memcmp(static_cast<const unsigned char*>(over_dy.data()) + r, want, bytes)) << "over dy, row " << j;
+          ASSERT_EQ(0, std::memcmp(static_cast<const unsigned char*>(over_y.data()) + r, want, bytes)) << "over y, row " << j;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(Backward, RowBatchesGiveTheBitsOfARowAtATime) {
+  const bool log = GetParam();
+  for (std::int64_t target : simd_targets()) {
+    SCOPED_TRACE(hwy::TargetName(target));
+    with_target(target, [&] {
+      expect_batches_match_rows<float>(log, DType::f32, rng());
+      expect_batches_match_rows<half>(log, DType::f16, rng());
+      expect_batches_match_rows<bfloat16>(log, DType::bf16, rng());
     });
   }
 }

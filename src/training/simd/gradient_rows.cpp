@@ -82,56 +82,81 @@ class PacedPrefetch {
   std::uint64_t due_ = kNever;
 };
 
-// Per-lane compensated sums: each addition's rounding error is exact (Knuth's
-// TwoSum, branch-free) and collected in `error`.
+// Knuth's TwoSum, branch-free: a + b rounded, and its rounding error, exact.
+template <class V>
+HWY_INLINE V TwoSum(V a, V b, V& error) {
+  const V t = hn::Add(a, b);
+  const V b_part = hn::Sub(t, a);
+  const V a_part = hn::Sub(t, b_part);
+  error = hn::Add(hn::Sub(a, a_part), hn::Sub(b, b_part));
+  return t;
+}
+
+// Per-lane compensated sums: each addition's rounding error is exact (TwoSum) and
+// collected in `error`.
 template <class D>
 struct CompensatedLanes {
   hn::Vec<D> sum;
   hn::Vec<D> error;
-  explicit CompensatedLanes(D d) : sum(hn::Zero(d)), error(hn::Zero(d)) {}
+  explicit CompensatedLanes(D d = D()) : sum(hn::Zero(d)), error(hn::Zero(d)) {}
   HWY_INLINE void Add(hn::Vec<D> v) {
-    const hn::Vec<D> t = hn::Add(sum, v);
-    const hn::Vec<D> v_part = hn::Sub(t, sum);
-    const hn::Vec<D> sum_part = hn::Sub(t, v_part);
-    error = hn::Add(error, hn::Add(hn::Sub(sum, sum_part), hn::Sub(v, v_part)));
-    sum = t;
+    hn::Vec<D> e;
+    sum = TwoSum(sum, v, e);
+    error = hn::Add(error, e);
   }
 };
 
-// The lanes of several accumulators as one SplitSum. A non-finite plain sum is
-// returned as is: the error lanes of a lane that met an infinity hold NaN.
-template <class D, std::size_t kCount>
-SplitSum Combine(D dd, const CompensatedLanes<D> (&lanes)[kCount]) {
+// The exact sums of up to N rows' compensated lanes (N the lanes of a double vector):
+// sum[r] and error[r] hold row r's, and after the call out[r] its SplitSum. Adjacent
+// lanes pair by TwoSum (branch-free), level by level, the rows at once: a level's
+// pairs of rows' vectors are gathered by ConcatEven and ConcatOdd, so that after log2
+// N levels lane r holds row r; the errors, each far below the sum's last unit, follow
+// the same tree plainly. Every operation is lanewise, so a row's result does not
+// depend on the rows beside it (a row alone, JoinOne, gets the same bits). Against a
+// row's own chain of scalar TwoSums (CompensatedSum's branch before, mispredicted
+// about every other lane: 45 ns a row of 10 f32 on AMD Zen 4; branch-free, 24 ns) a
+// level is one vector operation for all the rows. A non-finite plain sum (the lanes'
+// error then holds NaN) is returned as is, with lo = 0; it does not depend on the
+// order of the additions (the terms are products of two floats, far from double's
+// overflow).
+template <class D>
+HWY_INLINE void JoinRows(D d, const CompensatedLanes<D>* rows, std::size_t count, SplitSum* out) {
+  using V = hn::Vec<D>;
   constexpr std::size_t kMaxLanes = cs::kMaxVectorBytes / sizeof(double);
-  HWY_ALIGN double sums[kCount][kMaxLanes];
-  HWY_ALIGN double errors[kCount][kMaxLanes];
-  const std::size_t N = hn::Lanes(dd);
-  double plain = 0;
-  for (std::size_t k = 0; k < kCount; ++k) {
-    hn::Store(lanes[k].sum, dd, sums[k]);
-    hn::Store(lanes[k].error, dd, errors[k]);
-    for (std::size_t j = 0; j < N; ++j) plain += sums[k][j];
+  const std::size_t N = hn::Lanes(d);
+  V sum[kMaxLanes], error[kMaxLanes];
+  for (std::size_t r = 0; r < N; ++r) {
+    sum[r] = r < count ? rows[r].sum : hn::Zero(d);
+    error[r] = r < count ? rows[r].error : hn::Zero(d);
   }
-  if (!std::isfinite(plain)) return SplitSum{plain, 0};
-  // Knuth's TwoSum, branch-free: the chain of dependent operations is one addition a
-  // lane (CompensatedSum's branch on the larger magnitude, mispredicted about every
-  // other lane, cost short rows about 45 ns a row: f32 rows of 10 elements on AMD Zen
-  // 4). The lanes' errors, each far below the sum's last unit, add plainly.
-  double sum = 0, error = 0;
-  for (std::size_t k = 0; k < kCount; ++k) {
-    for (std::size_t j = 0; j < N; ++j) {
-      const double v = sums[k][j];
-      const double t = sum + v;
-      const double v_part = t - sum;
-      error += (sum - (t - v_part)) + (v - v_part);
-      sum = t;
+#if HWY_TARGET != HWY_SCALAR  // one lane: nothing to join
+  for (std::size_t width = N; width > 1; width /= 2) {
+    for (std::size_t k = 0; k < width / 2; ++k) {
+      V pair_error;
+      const V t = TwoSum(hn::ConcatEven(d, sum[2 * k + 1], sum[2 * k]), hn::ConcatOdd(d, sum[2 * k + 1], sum[2 * k]),
+                         pair_error);
+      const V errors = hn::Add(hn::ConcatEven(d, error[2 * k + 1], error[2 * k]),
+                               hn::ConcatOdd(d, error[2 * k + 1], error[2 * k]));
+      error[k] = hn::Add(errors, pair_error);
+      sum[k] = t;
     }
   }
-  for (std::size_t k = 0; k < kCount; ++k) {
-    for (std::size_t j = 0; j < N; ++j) error += errors[k][j];
-  }
-  const double hi = sum + error;
-  return SplitSum{hi, error - (hi - sum)};
+#endif
+  const V hi = hn::Add(sum[0], error[0]);
+  const V lo = hn::Sub(error[0], hn::Sub(hi, sum[0]));
+  const auto finite = hn::IsFinite(sum[0]);
+  HWY_ALIGN double his[kMaxLanes];
+  HWY_ALIGN double los[kMaxLanes];
+  hn::Store(hn::IfThenElse(finite, hi, sum[0]), d, his);
+  hn::Store(hn::IfThenElseZero(finite, lo), d, los);
+  for (std::size_t r = 0; r < count; ++r) out[r] = SplitSum{his[r], los[r]};
+}
+
+template <class D>
+HWY_INLINE SplitSum JoinOne(D d, const CompensatedLanes<D>& lanes) {
+  SplitSum out;
+  JoinRows(d, &lanes, 1, &out);
+  return out;
 }
 
 template <class T>
@@ -154,16 +179,19 @@ HWY_INLINE void StoreAny(DD dd, VD v, T* p, std::size_t count) {
 // where the tests' cancellation allowance (four units of 2^-52) takes over.
 constexpr std::size_t kPlainSteps = 4;
 
+// A row's sum before its lanes are joined (JoinRows, JoinOne).
+using SumLanes = CompensatedLanes<DD>;
+
 // add_group(i, count, acc) adds the terms of [i, i + count), count <= group (the
 // group size, a whole number of double vectors: 4 for the four accumulators), to acc;
 // the window of `next` is fetched in step.
 template <class AddGroup>
-HWY_INLINE SplitSum BlockedSum(std::size_t n, std::size_t group, const NextRow& next, AddGroup&& add_group) {
+HWY_INLINE SumLanes BlockedSum(std::size_t n, std::size_t group, const NextRow& next, AddGroup&& add_group) {
   const DD dd;
   VD acc[4] = {hn::Zero(dd), hn::Zero(dd), hn::Zero(dd), hn::Zero(dd)};
-  CompensatedLanes<DD> total[1] = {CompensatedLanes<DD>(dd)};
+  SumLanes total(dd);
   auto end_block = [&]() SMAX_INLINE_LAMBDA {
-    total[0].Add(hn::Add(hn::Add(acc[0], acc[1]), hn::Add(acc[2], acc[3])));
+    total.Add(hn::Add(hn::Add(acc[0], acc[1]), hn::Add(acc[2], acc[3])));
     for (VD& a : acc) a = hn::Zero(dd);
   };
   std::size_t i = 0;
@@ -190,7 +218,7 @@ HWY_INLINE SplitSum BlockedSum(std::size_t n, std::size_t group, const NextRow& 
   }
   if (i < n) add_group(i, n - i, acc);
   end_block();
-  return Combine(dd, total);
+  return total;
 }
 
 // The count (<= 4 double vectors) elements at p, through four double vectors: f(k,
@@ -209,7 +237,7 @@ HWY_INLINE void ForGroupVectors(const T* p, std::size_t count, F&& f) {
 // Products of two floats are exact in double, so the fused multiply-add rounds once,
 // as an addition would.
 template <class T>
-SplitSum SumOfProductsWide(const T* y, const T* dy, std::size_t n, const NextRow& next) {
+SumLanes SumOfProductsWide(const T* y, const T* dy, std::size_t n, const NextRow& next) {
   const DD dd;
   const std::size_t N = hn::Lanes(dd);
   return BlockedSum(n, 4 * N, next, [&](std::size_t i, std::size_t count, VD(&acc)[4]) SMAX_INLINE_LAMBDA {
@@ -236,7 +264,7 @@ SplitSum SumOfProductsWide(const T* y, const T* dy, std::size_t n, const NextRow
 // output can show). Shorter blocks cost more: their compensated additions form a
 // chain of their own.
 template <class T, class Terms>
-HWY_INLINE SplitSum SumOfFloatTerms16(std::size_t n, const NextRow& next, Terms&& terms) {
+HWY_INLINE SumLanes SumOfFloatTerms16(std::size_t n, const NextRow& next, Terms&& terms) {
   const hn::Half<DF> dh;
   const DD dd;
   static_assert(sizeof(hn::Vec<hn::Rebind<double, hn::Half<DF>>>) == sizeof(VD), "one half widens to a VD");
@@ -268,7 +296,7 @@ HWY_INLINE void LoadGroup16(const T* p, std::size_t count, VF (&v)[4]) {
 // Two 16-bit values have at most 11 significant bits each, so their product is exact
 // in float: the products are formed a whole float vector at a time.
 template <class T>
-SplitSum SumOfProducts16(const T* y, const T* dy, std::size_t n, const NextRow& next) {
+SumLanes SumOfProducts16(const T* y, const T* dy, std::size_t n, const NextRow& next) {
   return SumOfFloatTerms16<T>(n, next, [&](std::size_t i, std::size_t count, VF(&t)[4]) SMAX_INLINE_LAMBDA {
     VF vy[4];
     LoadGroup16(y + i, count, vy);
@@ -278,7 +306,7 @@ SplitSum SumOfProducts16(const T* y, const T* dy, std::size_t n, const NextRow& 
 }
 
 template <class T>
-SplitSum SumOf16(const T* v, std::size_t n, const NextRow& next) {
+SumLanes SumOf16(const T* v, std::size_t n, const NextRow& next) {
   return SumOfFloatTerms16<T>(n, next, [&](std::size_t i, std::size_t count, VF(&t)[4]) SMAX_INLINE_LAMBDA {
     LoadGroup16(v + i, count, t);
   });
@@ -286,7 +314,7 @@ SplitSum SumOf16(const T* v, std::size_t n, const NextRow& next) {
 #endif
 
 template <class T>
-SplitSum SumOfProducts(const T* y, const T* dy, std::size_t n, const NextRow& next) {
+SumLanes SumOfProducts(const T* y, const T* dy, std::size_t n, const NextRow& next) {
 #if HWY_TARGET != HWY_SCALAR
   if constexpr (!std::is_same_v<T, float>) return SumOfProducts16(y, dy, n, next);
 #endif
@@ -294,7 +322,7 @@ SplitSum SumOfProducts(const T* y, const T* dy, std::size_t n, const NextRow& ne
 }
 
 template <class T>
-SplitSum SumOf(const T* v, std::size_t n, const NextRow& next) {
+SumLanes SumOf(const T* v, std::size_t n, const NextRow& next) {
 #if HWY_TARGET != HWY_SCALAR
   if constexpr (!std::is_same_v<T, float>) return SumOf16(v, n, next);
 #endif
@@ -705,6 +733,62 @@ void LogSoftmaxBackwardWrite(const T* log_y, const T* dy, T* dx, std::size_t n, 
   }
 }
 
+// A batch of rows (BackwardRowsT's callers), a group of N of them (the lanes of a
+// double vector) at a time: their sums' lanes, then the N rows' lanes joined at once
+// (JoinRows), then their writes. Each row gets the bits of the one-row kernels
+// (sum_of_products or sum_of, then the write pass); what a call a row cost besides
+// its elements (two dispatches, each sum's join a chain of its own; f32 rows of one
+// element took 60 ns a row) is shared by the group, and the rows' chains overlap.
+template <class T, class RowLanes, class RowWrite>
+HWY_INLINE void BackwardRowsT(const T* a, const T* b, T* dx, const BackwardRows& rows, std::size_t n,
+                              std::size_t count, RowLanes&& row_lanes, RowWrite&& row_write) {
+  const DD dd;
+  constexpr std::size_t kMaxLanes = cs::kMaxVectorBytes / sizeof(double);
+  SumLanes lanes[kMaxLanes];
+  SplitSum sums[kMaxLanes];
+  // A group's inputs stay in L1 between its sums and its writes: at most
+  // kGroupInputBytes of them (f32 rows of 1000 in groups of 8 ran 5% slower than a row
+  // at a time).
+  constexpr std::size_t kGroupInputBytes = 16 * 1024;
+  const std::size_t fit = std::max<std::size_t>(1, kGroupInputBytes / std::max<std::size_t>(1, 2 * n * sizeof(T)));
+  const std::size_t N = std::min(hn::Lanes(dd), fit);
+  for (std::size_t first = 0; first < count; first += N) {
+    const std::size_t group = std::min(N, count - first);
+    for (std::size_t j = 0; j < group; ++j) {
+      lanes[j] = row_lanes(a + rows.a[first + j], b + rows.b[first + j]);
+    }
+    JoinRows(dd, lanes, group, sums);
+    for (std::size_t j = 0; j < group; ++j) {
+      const std::size_t r = first + j;
+      NextRow next;
+      if (rows.next_row_bytes > 0 && r + N < count) next = {a + rows.a[r + N], b + rows.b[r + N], rows.next_row_bytes};
+      row_write(a + rows.a[r], b + rows.b[r], dx + rows.dx[r], sums[j], next);
+    }
+  }
+}
+
+template <class T>
+void SoftmaxBackwardRowsT(const T* y, const T* dy, T* dx, const BackwardRows& rows, std::size_t n, std::size_t count,
+                          double inv_t, bool stream) {
+  BackwardRowsT(
+      y, dy, dx, rows, n, count,
+      [&](const T* yj, const T* dyj) SMAX_INLINE_LAMBDA { return SumOfProducts(yj, dyj, n, NextRow{}); },
+      [&](const T* yj, const T* dyj, T* dxj, SplitSum s, const NextRow& next) SMAX_INLINE_LAMBDA {
+        SoftmaxBackwardWrite(yj, dyj, dxj, n, s, inv_t, next, stream);
+      });
+}
+
+template <class T>
+void LogSoftmaxBackwardRowsT(const T* log_y, const T* dy, T* dx, const BackwardRows& rows, std::size_t n,
+                             std::size_t count, double inv_t, bool stream) {
+  BackwardRowsT(
+      log_y, dy, dx, rows, n, count,
+      [&](const T*, const T* dyj) SMAX_INLINE_LAMBDA { return SumOf(dyj, n, NextRow{}); },
+      [&](const T* lyj, const T* dyj, T* dxj, SplitSum s, const NextRow& next) SMAX_INLINE_LAMBDA {
+        LogSoftmaxBackwardWrite(lyj, dyj, dxj, n, s.hi, inv_t, next, stream);
+      });
+}
+
 // Cross-entropy runs in float lanes; the loss's offsets widen into double lanes.
 #if HWY_TARGET == HWY_SCALAR
 using DW = hn::Rebind<double, DF>;
@@ -1031,9 +1115,9 @@ void CrossEntropyRowsLogProbT(const T* x, const std::int64_t* x_rows, T* out, co
 // Plain names per storage type, for HWY_EXPORT.
 #define SMAX_GRADIENT_KERNELS(Suffix, T)                                                                          \
   SplitSum SumOfProducts##Suffix(const T* y, const T* dy, std::size_t n, NextRow next) {                          \
-    return SumOfProducts(y, dy, n, next);                                                                         \
+    return JoinOne(DD(), SumOfProducts(y, dy, n, next));                                                          \
   }                                                                                                               \
-  SplitSum SumOf##Suffix(const T* v, std::size_t n, NextRow next) { return SumOf(v, n, next); }                   \
+  SplitSum SumOf##Suffix(const T* v, std::size_t n, NextRow next) { return JoinOne(DD(), SumOf(v, n, next)); }    \
   void SoftmaxBackwardWrite##Suffix(const T* y, const T* dy, T* dx, std::size_t n, SplitSum s, double inv_t,      \
                                     NextRow next, bool stream) {                                                  \
     SoftmaxBackwardWrite(y, dy, dx, n, s, inv_t, next, stream);                                                   \
@@ -1041,6 +1125,14 @@ void CrossEntropyRowsLogProbT(const T* x, const std::int64_t* x_rows, T* out, co
   void LogSoftmaxBackwardWrite##Suffix(const T* ly, const T* dy, T* dx, std::size_t n, double sum, double inv_t,  \
                                        NextRow next, bool stream) {                                               \
     LogSoftmaxBackwardWrite(ly, dy, dx, n, sum, inv_t, next, stream);                                             \
+  }                                                                                                               \
+  void SoftmaxBackwardRows##Suffix(const T* y, const T* dy, T* dx, const BackwardRows& rows, std::size_t n,      \
+                                   std::size_t count, double inv_t, bool stream) {                                \
+    SoftmaxBackwardRowsT(y, dy, dx, rows, n, count, inv_t, stream);                                               \
+  }                                                                                                               \
+  void LogSoftmaxBackwardRows##Suffix(const T* ly, const T* dy, T* dx, const BackwardRows& rows, std::size_t n,   \
+                                      std::size_t count, double inv_t, bool stream) {                             \
+    LogSoftmaxBackwardRowsT(ly, dy, dx, rows, n, count, inv_t, stream);                                           \
   }                                                                                                               \
   double CrossEntropyRow##Suffix(const T* x, T* grad, const T* weight, std::size_t n, const CrossEntropyRow& row, \
                                  bool want_offsets) {                                                             \
@@ -1090,6 +1182,8 @@ namespace smax::training::simd {
   HWY_EXPORT(SumOf##Suffix);                                                                                   \
   HWY_EXPORT(SoftmaxBackwardWrite##Suffix);                                                                    \
   HWY_EXPORT(LogSoftmaxBackwardWrite##Suffix);                                                                 \
+  HWY_EXPORT(SoftmaxBackwardRows##Suffix);                                                                     \
+  HWY_EXPORT(LogSoftmaxBackwardRows##Suffix);                                                                  \
   HWY_EXPORT(CrossEntropyRow##Suffix);                                                                         \
   HWY_EXPORT(StoreExps##Suffix);                                                                               \
   HWY_EXPORT(StoreExpsAndNextMax##Suffix);                                                                     \
@@ -1110,6 +1204,14 @@ namespace smax::training::simd {
   void log_softmax_backward_write(const T* log_y, const T* dy, T* dx, std::size_t n, double sum, double inv_t, \
                                   NextRow next, bool stream) {                                                 \
     HWY_DYNAMIC_DISPATCH(LogSoftmaxBackwardWrite##Suffix)(log_y, dy, dx, n, sum, inv_t, next, stream);         \
+  }                                                                                                            \
+  void softmax_backward_rows(const T* y, const T* dy, T* dx, const BackwardRows& rows, std::size_t n,         \
+                             std::size_t count, double inv_t, bool stream) {                                   \
+    HWY_DYNAMIC_DISPATCH(SoftmaxBackwardRows##Suffix)(y, dy, dx, rows, n, count, inv_t, stream);               \
+  }                                                                                                            \
+  void log_softmax_backward_rows(const T* log_y, const T* dy, T* dx, const BackwardRows& rows, std::size_t n,  \
+                                 std::size_t count, double inv_t, bool stream) {                               \
+    HWY_DYNAMIC_DISPATCH(LogSoftmaxBackwardRows##Suffix)(log_y, dy, dx, rows, n, count, inv_t, stream);        \
   }                                                                                                            \
   double cross_entropy_row(const T* x, T* grad, const T* weight, std::size_t n, const CrossEntropyRow& row,    \
                            bool want_offsets) {                                                                \

@@ -77,6 +77,32 @@ void log_softmax_backward_write(const half* log_y, const half* dy, half* dx, std
 void log_softmax_backward_write(const bfloat16* log_y, const bfloat16* dy, bfloat16* dx, std::size_t n, double sum,
                                 double inv_t, NextRow next = {}, bool stream = false);
 
+// The backward passes over a batch of rows of n elements in one call (short rows,
+// where a call a row cost more than the row's elements): row j's y (log_y) at a +
+// rows.a[j], its dy at dy + rows.b[j], its dx at dx + rows.dx[j], each computed with
+// the bits of the one-row kernels above (sum_of_products or sum_of, then the write
+// pass; dx may be either input). `stream` as for the write passes: the caller fences.
+// With next_row_bytes, a row's write pass fetches that many bytes of each input of a
+// row after it (NextRow).
+struct BackwardRows {
+  const std::int64_t* a;
+  const std::int64_t* b;
+  const std::int64_t* dx;
+  std::size_t next_row_bytes = 0;
+};
+void softmax_backward_rows(const float* y, const float* dy, float* dx, const BackwardRows& rows, std::size_t n,
+                           std::size_t count, double inv_t, bool stream);
+void softmax_backward_rows(const half* y, const half* dy, half* dx, const BackwardRows& rows, std::size_t n,
+                           std::size_t count, double inv_t, bool stream);
+void softmax_backward_rows(const bfloat16* y, const bfloat16* dy, bfloat16* dx, const BackwardRows& rows,
+                           std::size_t n, std::size_t count, double inv_t, bool stream);
+void log_softmax_backward_rows(const float* log_y, const float* dy, float* dx, const BackwardRows& rows,
+                               std::size_t n, std::size_t count, double inv_t, bool stream);
+void log_softmax_backward_rows(const half* log_y, const half* dy, half* dx, const BackwardRows& rows, std::size_t n,
+                               std::size_t count, double inv_t, bool stream);
+void log_softmax_backward_rows(const bfloat16* log_y, const bfloat16* dy, bfloat16* dx, const BackwardRows& rows,
+                               std::size_t n, std::size_t count, double inv_t, bool stream);
+
 // One cross-entropy row with a finite max m, and its coefficients a_c = spread * w_c
 // (the target's own share is the caller's): grad[c] = (S * exp(x[c] - m) / d - a_c) *
 // scale, where inv_d = 1 / d, S = coefficient_sum.
