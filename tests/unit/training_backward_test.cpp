@@ -229,6 +229,39 @@ TEST_P(Backward, NonFiniteValuesAndMaskedElements) {
   }
 }
 
+// bf16 products y * dy are formed in float, where two values of 2^70 overflow though
+// their double product (the reference's) does not: a finite sum of 2^140 must not
+// become infinite (an element with y = 0 would then give NaN, one with a tiny y an
+// infinity). Every target, alone and in a batch of rows (softmax_backward only: its
+// sum is of products).
+TEST(BackwardSoftmax, ProductsBeyondFloatsRangeKeepTheirSum) {
+  for (std::int64_t target : simd_targets()) {
+    SCOPED_TRACE(hwy::TargetName(target));
+    with_target(target, [&] {
+      for (std::int64_t n : {3, 40, 2000}) {
+        SCOPED_TRACE("n " + std::to_string(n));
+        std::vector<long double> y_values(static_cast<std::size_t>(2 * n), 0x1p-100L);
+        std::vector<long double> dy_values(static_cast<std::size_t>(2 * n), 1.0L);
+        for (std::int64_t row = 0; row < 2; ++row) {
+          y_values[static_cast<std::size_t>(row * n)] = 0x1p70L;
+          dy_values[static_cast<std::size_t>(row * n)] = 0x1p70L;
+          y_values[static_cast<std::size_t>(row * n + n - 1)] = 0;
+        }
+        TestTensor y = make_tensor(DType::bf16, {2, n}, y_values);
+        TestTensor dy = make_tensor(DType::bf16, {2, n}, dy_values);
+        TestTensor dx(DType::bf16, {2, n});
+        softmax_backward(y.view(), dy.view(), dx.mutable_view());
+        const Reference ref = backward_reference(false, y, dy, 1, 1);
+        EXPECT_TRUE(meets_training_bar("bf16", dx, ref.values, ref.cancelled, compute_eps(DType::bf16)));
+        for (std::int64_t row = 0; row < 2; ++row) {
+          EXPECT_EQ(static_cast<double>(dx.at(row * n + n - 1)), 0.0) << "y = 0, row " << row;
+          EXPECT_TRUE(std::isfinite(dx.at(row * n + 1))) << "y = 2^-100, row " << row;
+        }
+      }
+    });
+  }
+}
+
 // Contiguous f32, f16 and bf16 rows go to the vectorised kernels: every Highway
 // target this machine supports, lengths around every vector width (whole vectors,
 // unrolled groups, tails), misaligned rows, a temperature, in place over dy, and

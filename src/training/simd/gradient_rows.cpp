@@ -321,6 +321,18 @@ SumLanes SumOfProducts(const T* y, const T* dy, std::size_t n, const NextRow& ne
   return SumOfProductsWide(y, dy, n, next);
 }
 
+// bf16 products are formed in float (SumOfProducts16), where two values beyond 2^64
+// overflow though their double product, the scalar code's, does not: a row whose sum
+// is not finite sums again with double products (one with an infinite or NaN input
+// stays so).
+template <class T>
+HWY_INLINE SplitSum RedoOverflowedProducts(const T* y, const T* dy, std::size_t n, SplitSum s) {
+  if constexpr (std::is_same_v<T, bfloat16>) {
+    if (HWY_UNLIKELY(!std::isfinite(s.hi))) return JoinOne(DD(), SumOfProductsWide(y, dy, n, NextRow{}));
+  }
+  return s;
+}
+
 template <class T>
 SumLanes SumOf(const T* v, std::size_t n, const NextRow& next) {
 #if HWY_TARGET != HWY_SCALAR
@@ -774,7 +786,7 @@ void SoftmaxBackwardRowsT(const T* y, const T* dy, T* dx, const BackwardRows& ro
       y, dy, dx, rows, n, count,
       [&](const T* yj, const T* dyj) SMAX_INLINE_LAMBDA { return SumOfProducts(yj, dyj, n, NextRow{}); },
       [&](const T* yj, const T* dyj, T* dxj, SplitSum s, const NextRow& next) SMAX_INLINE_LAMBDA {
-        SoftmaxBackwardWrite(yj, dyj, dxj, n, s, inv_t, next, stream);
+        SoftmaxBackwardWrite(yj, dyj, dxj, n, RedoOverflowedProducts(yj, dyj, n, s), inv_t, next, stream);
       });
 }
 
@@ -1115,7 +1127,7 @@ void CrossEntropyRowsLogProbT(const T* x, const std::int64_t* x_rows, T* out, co
 // Plain names per storage type, for HWY_EXPORT.
 #define SMAX_GRADIENT_KERNELS(Suffix, T)                                                                          \
   SplitSum SumOfProducts##Suffix(const T* y, const T* dy, std::size_t n, NextRow next) {                          \
-    return JoinOne(DD(), SumOfProducts(y, dy, n, next));                                                          \
+    return RedoOverflowedProducts(y, dy, n, JoinOne(DD(), SumOfProducts(y, dy, n, next)));                       \
   }                                                                                                               \
   SplitSum SumOf##Suffix(const T* v, std::size_t n, NextRow next) { return JoinOne(DD(), SumOf(v, n, next)); }    \
   void SoftmaxBackwardWrite##Suffix(const T* y, const T* dy, T* dx, std::size_t n, SplitSum s, double inv_t,      \
