@@ -745,9 +745,10 @@ void LogSoftmaxBackwardWrite(const T* log_y, const T* dy, T* dx, std::size_t n, 
   }
 }
 
-// A batch of rows (BackwardRowsT's callers), a group of N of them (the lanes of a
-// double vector) at a time: their sums' lanes, then the N rows' lanes joined at once
-// (JoinRows), then their writes. Each row gets the bits of the one-row kernels
+// A batch of rows (BackwardRowsT's callers), a group of them (as many as a double
+// vector has lanes, or fewer: below) at a time: their sums' lanes, then the group's
+// lanes joined at once (JoinRows), then their writes, each fetching the row a group
+// ahead where rows.next_row_bytes asks. Each row gets the bits of the one-row kernels
 // (sum_of_products or sum_of, then the write pass); what a call a row cost besides
 // its elements (two dispatches, each sum's join a chain of its own; f32 rows of one
 // element took 60 ns a row) is shared by the group, and the rows' chains overlap.
@@ -763,9 +764,9 @@ HWY_INLINE void BackwardRowsT(const T* a, const T* b, T* dx, const BackwardRows&
   // at a time).
   constexpr std::size_t kGroupInputBytes = 16 * 1024;
   const std::size_t fit = std::max<std::size_t>(1, kGroupInputBytes / std::max<std::size_t>(1, 2 * n * sizeof(T)));
-  const std::size_t N = std::min(hn::Lanes(dd), fit);
-  for (std::size_t first = 0; first < count; first += N) {
-    const std::size_t group = std::min(N, count - first);
+  const std::size_t group_rows = std::min(hn::Lanes(dd), fit);
+  for (std::size_t first = 0; first < count; first += group_rows) {
+    const std::size_t group = std::min(group_rows, count - first);
     for (std::size_t j = 0; j < group; ++j) {
       lanes[j] = row_lanes(a + rows.a[first + j], b + rows.b[first + j]);
     }
@@ -773,7 +774,9 @@ HWY_INLINE void BackwardRowsT(const T* a, const T* b, T* dx, const BackwardRows&
     for (std::size_t j = 0; j < group; ++j) {
       const std::size_t r = first + j;
       NextRow next;
-      if (rows.next_row_bytes > 0 && r + N < count) next = {a + rows.a[r + N], b + rows.b[r + N], rows.next_row_bytes};
+      if (rows.next_row_bytes > 0 && r + group_rows < count) {
+        next = {a + rows.a[r + group_rows], b + rows.b[r + group_rows], rows.next_row_bytes};
+      }
       row_write(a + rows.a[r], b + rows.b[r], dx + rows.dx[r], sums[j], next);
     }
   }

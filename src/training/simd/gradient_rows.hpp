@@ -78,7 +78,7 @@ void log_softmax_backward_write(const bfloat16* log_y, const bfloat16* dy, bfloa
                                 double inv_t, NextRow next = {}, bool stream = false);
 
 // The backward passes over a batch of rows of n elements in one call (short rows,
-// where a call a row cost more than the row's elements): row j's y (log_y) at a +
+// where a call a row cost more than the row's elements): row j's y (log_y) at y +
 // rows.a[j], its dy at dy + rows.b[j], its dx at dx + rows.dx[j], each computed with
 // the bits of the one-row kernels above (sum_of_products or sum_of, then the write
 // pass; dx may be either input). `stream` as for the write passes: the caller fences.
