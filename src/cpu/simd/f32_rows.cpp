@@ -716,24 +716,24 @@ HWY_INLINE bool RowsAligned(const T* y, std::ptrdiff_t y_row_stride) {
 }
 
 // Where a pass that loads x_row and streams y_body (whole vectors of T) step by step
-// would, with the k-th vector of each in the same step, put each store within a
-// KiB of its step's loads in a page (addresses modulo 4096) and not whole vectors
-// from them: the distance in bytes to move the stores by, in [0, 4096), so that they
-// lie a KiB behind; otherwise 0. Loads that overlap the low twelve address bits of
-// recent streamed stores in part seem to wait for them (4K aliasing): inputs 16 bytes
-// past a page (NumPy's, malloc's) with outputs at one ran 1.3-1.5x the time of
-// page-aligned rows from DRAM, a KiB behind as fast as those. Moving stores that lie
-// whole vectors or far from the loads ran 3-16% slower (docs/PERFORMANCE.md,
-// thirty-first session).
+// would, with the k-th vector of each in the same step, put each store within a KiB
+// of its step's loads in a page (addresses modulo 4096): the distance in bytes to
+// move the stores by, in [0, 4096), so that they lie a KiB behind; otherwise 0. Loads
+// that share the low twelve address bits of recent streamed stores seem to wait for
+// them (4K aliasing). In part: inputs 16 bytes past a page (NumPy's, malloc's) with
+// outputs at one ran 1.3-1.5x the time of page-aligned rows from DRAM on AMD Zen 4, a
+// KiB behind as fast as those (thirty-first session). Whole: page-aligned bf16 rows
+// of 2048, 4096 and 8192, each row's stores at its successor's page offsets, ran
+// 1.4-1.6x the time of rows of 3072 or 5120 (2 KiB apart) on one thread of the Intel
+// Xeon VM model 106, and as fast once moved (forty-eighth session; docs/PERFORMANCE.md).
 template <class T>
 HWY_INLINE std::size_t StoresToMove(const T* x_row, const T* y_body) {
   constexpr std::uintptr_t kPage = 4096;
   constexpr std::uintptr_t kNear = 1024;
   const std::uintptr_t apart =
       (reinterpret_cast<std::uintptr_t>(y_body) - reinterpret_cast<std::uintptr_t>(x_row)) % kPage;
-  const bool in_part = apart % (hn::Lanes(DF()) * sizeof(T)) != 0;
   const bool near = apart < kNear || apart > kPage - kNear;
-  return in_part && near ? (2 * kPage - kNear - apart) % kPage : 0;
+  return near ? (2 * kPage - kNear - apart) % kPage : 0;
 }
 
 // Rows one after another in one call: no dispatch or set-up per row, and the
