@@ -109,9 +109,13 @@ void run_rows(const detail::Problem& p, RowKernel<T> kernel, const RowParams& pa
   }
   // A contiguous batch of rows that fit in L2: the next row is prefetched while this
   // one is computed, so that memory and arithmetic overlap (the kernels read a row
-  // from memory in one short burst, then compute on it from cache).
+  // from memory in one short burst, then compute on it from cache). Not for split
+  // rows (16-bit rows of 16385 to 32768 elements fused over chunks), whose passes fetch
+  // as they go: a burst of up to 1024 fetches ahead of them cost them 1.04-1.31x the
+  // time from DRAM (Intel Xeon VM model 106; docs/PERFORMANCE.md, forty-eighth session).
   const std::int64_t row_bytes = p.length * static_cast<std::int64_t>(sizeof(T));
-  const bool prefetch = p.batch_rank == 1 && p.x_axis_stride == 1 && row_bytes <= kPrefetchMaxRowBytes;
+  const bool prefetch =
+      params.chunk == 0 && p.batch_rank == 1 && p.x_axis_stride == 1 && row_bytes <= kPrefetchMaxRowBytes;
   for (std::int64_t r = begin; r < end; ++r) {
     if (prefetch && r + 1 < end) {
       const auto* next = reinterpret_cast<const char*>(x + x_offset + p.x_batch_strides[0]);
