@@ -3,7 +3,7 @@
 # build/release/src/libsmax.a (cmake --preset release && cmake --build --preset
 # release --target smax, in each) is linked into a shared library beside the other.
 #
-#   scripts/ab.sh TREE_A TREE_B [op=log|sb|lsb|ce|cei] [T=0.7] [t=2] [r=15] [m=MIB] [o=BYTES] [ox=BYTES] [ob=BYTES] [axis=0] [in=hot] [then=read] f:256x1024 b:8x4096 f:32x81x8732 ...
+#   scripts/ab.sh TREE_A TREE_B [op=log|sb|lsb|ce|cei] [alg=online] [T=0.7] [t=2] [r=15] [m=MIB] [o=BYTES] [ox=BYTES] [ob=BYTES] [axis=0] [in=hot] [then=read] f:256x1024 b:8x4096 f:32x81x8732 ...
 #
 # TREE_A may be a worktree of an older commit: git worktree add /tmp/a HEAD~1.
 set -euo pipefail

@@ -4,13 +4,15 @@
 // holds still. Prints, per shape, each build's median and least ns an element over
 // the rounds and the median of the rounds' ratios A / B (above 1: B is faster).
 //
-//   ab_compare A.so B.so [op=log|sb|lsb|ce|cei] [T=TEMPERATURE] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] [ob=BYTES] [axis=0] [in=hot] [then=read] f:ROWSxCOLS b:BATCHxROWSxCOLS ...
+//   ab_compare A.so B.so [op=log|sb|lsb|ce|cei] [alg=NAME] [T=TEMPERATURE] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] [ob=BYTES] [axis=0] [in=hot] [then=read] f:ROWSxCOLS b:BATCHxROWSxCOLS d:ROWSxCOLS ...
 //
-// f: f32, b: bf16 (normal(0, 3) inputs). op: softmax (the default), log_softmax,
-// cross-entropy with its gradient (ce: mean over class-index targets, the class axis
-// last; cei: the gradient written over the logits), softmax_backward (sb) or
-// log_softmax_backward (lsb); the backward ops take y from build A's softmax or
-// log_softmax of those inputs and dy from normal(0, 1). With m=MIB, copies of the
+// f: f32, b: bf16, d: f64 (normal(0, 3) inputs). alg=NAME: the forward ops under
+// that algorithm (naive, safe, fused, tiled, online; auto by default). op: softmax
+// (the default), log_softmax, cross-entropy with its gradient (ce: mean over
+// class-index targets, the class axis last; cei: the gradient written over the
+// logits), softmax_backward (sb) or log_softmax_backward (lsb); the backward ops
+// take y from build A's softmax or log_softmax of those inputs and dy from
+// normal(0, 1). With m=MIB, copies of the
 // buffers fill MIB mebibytes and the calls take them in turn: beyond twice the
 // last-level cache, every call reads memory. Every buffer starts at a page boundary, or
 // o=BYTES past one (o=16: where glibc's malloc puts large blocks, and so std::vector's
@@ -78,18 +80,25 @@ double block(Call&& call, long elements) {
   return median(ns) / static_cast<double>(elements);
 }
 
-// normal(0, sigma) values as f32, or rounded down to bf16 where `bf16`.
-std::vector<unsigned char> normal_values(std::size_t n, int bf16, float sigma, unsigned seed) {
-  std::vector<unsigned char> out(n * (bf16 ? 2 : 4));
+// The shim's dtype codes: f: f32, b: bf16, d: f64.
+int dtype_code(char letter) { return letter == 'b' ? 1 : letter == 'd' ? 2 : 0; }
+std::size_t element_bytes(int code) { return code == 1 ? 2 : code == 2 ? 8 : 4; }
+
+// normal(0, sigma) values as f32, rounded down to bf16 or widened to f64 by `code`.
+std::vector<unsigned char> normal_values(std::size_t n, int code, float sigma, unsigned seed) {
+  std::vector<unsigned char> out(n * element_bytes(code));
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, sigma);
   for (std::size_t i = 0; i < n; ++i) {
     const float v = normal(rng);
     std::uint32_t b32;
     std::memcpy(&b32, &v, 4);
-    if (bf16) {
+    if (code == 1) {
       const auto b16 = static_cast<std::uint16_t>(b32 >> 16);
       std::memcpy(&out[i * 2], &b16, 2);
+    } else if (code == 2) {
+      const double d = v;
+      std::memcpy(&out[i * 8], &d, 8);
     } else {
       std::memcpy(&out[i * 4], &b32, 4);
     }
@@ -128,12 +137,13 @@ std::vector<Buffer> copies(std::size_t count, const std::vector<unsigned char>& 
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: %s A.so B.so [op=log|sb|lsb|ce|cei] [T=TEMPERATURE] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] [ob=BYTES] [axis=0] [in=hot] [then=read] f:ROWSxCOLS b:BATCHxROWSxCOLS ...\n", argv[0]);
+    std::fprintf(stderr, "usage: %s A.so B.so [op=log|sb|lsb|ce|cei] [alg=NAME] [T=TEMPERATURE] [t=THREADS] [r=ROUNDS] [m=MIB] [o=BYTES] [ox=BYTES] [ob=BYTES] [axis=0] [in=hot] [then=read] f:ROWSxCOLS b:BATCHxROWSxCOLS d:ROWSxCOLS ...\n", argv[0]);
     return 2;
   }
   std::string entry = "smax_ab_softmax", forward = "smax_ab_softmax";
   int threads = 1, rounds = 15, axis = -1;
   double temperature = 1.0;
+  std::string algorithm;
   bool hot_inputs = false, then_read = false;
   long mebibytes = 0;
   std::size_t offset = 0;
@@ -152,6 +162,8 @@ int main(int argc, char** argv) {
     } else if (s == "op=lsb") {
       entry = "smax_ab_log_softmax_backward";
       forward = "smax_ab_log_softmax";
+    } else if (s.rfind("alg=", 0) == 0) {
+      algorithm = s.substr(4);
     } else if (s == "in=hot") {
       hot_inputs = true;
     } else if (s == "then=read") {
@@ -188,6 +200,14 @@ int main(int argc, char** argv) {
     }
     using SetTemperature = void (*)(double);
     if (auto set = reinterpret_cast<SetTemperature>(dlsym(lib, "smax_ab_set_temperature"))) set(temperature);
+    using SetAlgorithm = bool (*)(const char*);
+    if (!algorithm.empty()) {
+      const auto set = reinterpret_cast<SetAlgorithm>(dlsym(lib, "smax_ab_set_algorithm"));
+      if (set == nullptr || !set(algorithm.c_str())) {
+        std::fprintf(stderr, "%s: no algorithm '%s' here\n", argv[1 + k], algorithm.c_str());
+        return 1;
+      }
+    }
   }
   for (const std::string& s : shapes) {
     const auto colon = s.find(':');
@@ -197,19 +217,19 @@ int main(int argc, char** argv) {
       extents.push_back(std::atol(s.substr(at, end - at).c_str()));
       at = end + 1;
     }
-    if (colon != 1 || (s[0] != 'f' && s[0] != 'b') || extents.size() < 2 || extents.size() > 3) {
-      std::fprintf(stderr, "bad shape '%s' (write f:64x1000, b:8x4096 or f:32x81x8732)\n", s.c_str());
+    if (colon != 1 || (s[0] != 'f' && s[0] != 'b' && s[0] != 'd') || extents.size() < 2 || extents.size() > 3) {
+      std::fprintf(stderr, "bad shape '%s' (write f:64x1000, b:8x4096, d:256x1024 or f:32x81x8732)\n", s.c_str());
       return 2;
     }
-    const int bf16 = s[0] == 'b';
+    const int code = dtype_code(s[0]);
     const long batch = extents.size() == 3 ? extents[0] : 1;
     const long rows = batch * extents[extents.size() - 2], cols = extents.back();
     const std::size_t n = static_cast<std::size_t>(rows * cols);
-    const std::vector<unsigned char> x = normal_values(n, bf16, 3.0f, 7);
+    const std::vector<unsigned char> x = normal_values(n, code, 3.0f, 7);
     std::vector<unsigned char> y(x.size()), dy, dx;
     if (backward) {
-      forward_a(bf16, x.data(), y.data(), batch, rows / batch, cols, threads, axis);
-      dy = normal_values(n, bf16, 1.0f, 8);
+      forward_a(code, x.data(), y.data(), batch, rows / batch, cols, threads, axis);
+      dy = normal_values(n, code, 1.0f, 8);
       dx.resize(x.size());
     }
     // Each set: x, y (softmax) or y, dy, dx (backward).
@@ -237,7 +257,7 @@ int main(int argc, char** argv) {
         const auto op = reinterpret_cast<BackwardEntry>(f[k]);
         return block([&] {
           const std::size_t at = next++ % sets, in = hot_inputs ? 0 : at;
-          op(bf16, own.ys[in].data(), own.dys[in].data(), own.dxs[at].data(), batch, rows / batch, cols, threads,
+          op(code, own.ys[in].data(), own.dys[in].data(), own.dxs[at].data(), batch, rows / batch, cols, threads,
              axis);
           then(own.dxs[at]);
         }, rows * cols);
@@ -245,7 +265,7 @@ int main(int argc, char** argv) {
       const auto op = reinterpret_cast<Entry>(f[k]);
       return block([&] {
         const std::size_t at = next++ % sets, in = hot_inputs ? 0 : at;
-        op(bf16, own.xs[in].data(), own.ys[at].data(), batch, rows / batch, cols, threads, axis);
+        op(code, own.xs[in].data(), own.ys[at].data(), batch, rows / batch, cols, threads, axis);
         then(own.ys[at]);
       }, rows * cols);
     };

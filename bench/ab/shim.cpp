@@ -8,14 +8,21 @@
 
 namespace {
 
-double temperature = 1.0;  // smax_ab_set_temperature
+double temperature = 1.0;                                   // smax_ab_set_temperature
+smax::Algorithm algorithm = smax::Algorithm::automatic;     // smax_ab_set_algorithm
 
-// op(x, y, options) on a batch x rows x cols tensor of f32, or of bf16 where `bf16`:
+// The element type ab_compare names by a code: 0 f32, 1 bf16, 2 f64.
+smax::DType dtype_of(int code) {
+  return code == 1 ? smax::DType::bf16 : code == 2 ? smax::DType::f64 : smax::DType::f32;
+}
+
+// op(x, y, options) on a batch x rows x cols tensor of the dtype coded `code`:
 // along its last axis, or down its rows where `axis` is 0 (a non-last axis).
 template <class Op>
-void run(Op op, int bf16, const void* x, void* y, long batch, long rows, long cols, int threads, int axis) {
-  const smax::DType dtype = bf16 != 0 ? smax::DType::bf16 : smax::DType::f32;
+void run(Op op, int code, const void* x, void* y, long batch, long rows, long cols, int threads, int axis) {
+  const smax::DType dtype = dtype_of(code);
   smax::Options o;
+  o.algorithm = algorithm;
   o.threads = threads;
   o.axis = axis == 0 ? 1 : -1;
   o.temperature = temperature;
@@ -27,23 +34,31 @@ void run(Op op, int bf16, const void* x, void* y, long batch, long rows, long co
 // The temperature of the forward entries that follow (1 until set).
 extern "C" __attribute__((visibility("default"))) void smax_ab_set_temperature(double t) { temperature = t; }
 
+// The algorithm of the forward entries that follow (auto until set); false for a name
+// smax does not know.
+extern "C" __attribute__((visibility("default"))) bool smax_ab_set_algorithm(const char* name) {
+  const auto parsed = smax::parse_algorithm(name);
+  if (parsed) algorithm = *parsed;
+  return parsed.has_value();
+}
+
 #define SMAX_AB_ENTRY(name, op)                                                                              \
-  extern "C" __attribute__((visibility("default"))) void name(int bf16, const void* x, void* y, long batch, \
+  extern "C" __attribute__((visibility("default"))) void name(int code, const void* x, void* y, long batch, \
                                                               long rows, long cols, int threads, int axis) { \
-    run([](const auto& in, const auto& out, const auto& o) { smax::op(in, out, o); }, bf16, x, y, batch, rows, \
+    run([](const auto& in, const auto& out, const auto& o) { smax::op(in, out, o); }, code, x, y, batch, rows, \
         cols, threads, axis);                                                                                \
   }
 
 SMAX_AB_ENTRY(smax_ab_softmax, softmax)
 SMAX_AB_ENTRY(smax_ab_log_softmax, log_softmax)
 
-// dx = op(y, dy) on batch x rows x cols tensors of f32, or of bf16 where `bf16`, along
+// dx = op(y, dy) on batch x rows x cols tensors of the dtype coded `code`, along
 // the last axis or, where `axis` is 0, down the rows.
 #define SMAX_AB_BACKWARD_ENTRY(name, op)                                                                      \
-  extern "C" __attribute__((visibility("default"))) void name(int bf16, const void* y, const void* dy,      \
+  extern "C" __attribute__((visibility("default"))) void name(int code, const void* y, const void* dy,      \
                                                               void* dx, long batch, long rows, long cols,    \
                                                               int threads, int axis) {                       \
-    const smax::DType dtype = bf16 != 0 ? smax::DType::bf16 : smax::DType::f32;                              \
+    const smax::DType dtype = dtype_of(code);                                                                \
     smax::BackwardOptions o;                                                                                  \
     o.axis = axis == 0 ? 1 : -1;                                                                              \
     o.threads = threads;                                                                                      \
@@ -58,8 +73,8 @@ SMAX_AB_BACKWARD_ENTRY(smax_ab_log_softmax_backward, log_softmax_backward)
 // gradient to grad: the classes along the last axis, or where `axis` is 0 along the
 // rows (PyTorch's (N, C, d) layout).
 namespace {
-void cross_entropy(int bf16, const void* x, void* grad, long batch, long rows, long cols, int threads, int axis) {
-  const smax::DType dtype = bf16 != 0 ? smax::DType::bf16 : smax::DType::f32;
+void cross_entropy(int code, const void* x, void* grad, long batch, long rows, long cols, int threads, int axis) {
+  const smax::DType dtype = dtype_of(code);
   const long classes = axis == 0 ? rows : cols;
   const long n = batch * rows * cols / classes;
   static std::vector<std::int64_t> targets;
@@ -79,17 +94,17 @@ void cross_entropy(int bf16, const void* x, void* grad, long batch, long rows, l
 }
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) void smax_ab_cross_entropy(int bf16, const void* x, void* grad,
+extern "C" __attribute__((visibility("default"))) void smax_ab_cross_entropy(int code, const void* x, void* grad,
                                                                              long batch, long rows, long cols,
                                                                              int threads, int axis) {
-  cross_entropy(bf16, x, grad, batch, rows, cols, threads, axis);
+  cross_entropy(code, x, grad, batch, rows, cols, threads, axis);
 }
 
 // The same with the gradient written over the logits (later calls take the last
 // call's gradient as their logits).
-extern "C" __attribute__((visibility("default"))) void smax_ab_cross_entropy_in_place(int bf16, const void* x,
+extern "C" __attribute__((visibility("default"))) void smax_ab_cross_entropy_in_place(int code, const void* x,
                                                                                       void* /*grad*/, long batch,
                                                                                       long rows, long cols,
                                                                                       int threads, int axis) {
-  cross_entropy(bf16, x, const_cast<void*>(x), batch, rows, cols, threads, axis);
+  cross_entropy(code, x, const_cast<void*>(x), batch, rows, cols, threads, axis);
 }
