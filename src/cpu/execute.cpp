@@ -87,8 +87,6 @@ bool run_fused_rows(const detail::Problem& p, RowKernel<T> kernel, const RowPara
   return false;
 }
 
-inline constexpr std::int64_t kPrefetchMaxRowBytes = 64 * 1024;
-
 // Rows [begin, end) of the problem, walking the batch index like an odometer.
 template <class T>
 void run_rows(const detail::Problem& p, RowKernel<T> kernel, const RowParams& params, std::int64_t begin,
@@ -107,20 +105,7 @@ void run_rows(const detail::Problem& p, RowKernel<T> kernel, const RowParams& pa
     x_offset += index[k] * p.x_batch_strides[k];
     y_offset += index[k] * p.y_batch_strides[k];
   }
-  // A contiguous batch of rows that fit in L2: the next row is prefetched while this
-  // one is computed, so that memory and arithmetic overlap (the kernels read a row
-  // from memory in one short burst, then compute on it from cache). Not for split
-  // rows (16-bit rows of 16385 to 32768 elements fused over chunks), whose passes fetch
-  // as they go: a burst of up to 1024 fetches ahead of them cost them 1.04-1.31x the
-  // time from DRAM (Intel Xeon VM model 106; docs/PERFORMANCE.md, forty-eighth session).
-  const std::int64_t row_bytes = p.length * static_cast<std::int64_t>(sizeof(T));
-  const bool prefetch =
-      params.chunk == 0 && p.batch_rank == 1 && p.x_axis_stride == 1 && row_bytes <= kPrefetchMaxRowBytes;
   for (std::int64_t r = begin; r < end; ++r) {
-    if (prefetch && r + 1 < end) {
-      const auto* next = reinterpret_cast<const char*>(x + x_offset + p.x_batch_strides[0]);
-      for (std::int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(next + b, 0, 2);
-    }
     run_row(kernel, Row<T>{x + x_offset, p.x_axis_stride, y + y_offset, p.y_axis_stride, p.length}, params);
     for (int d = p.batch_rank - 1; d >= 0; --d) {
       const auto k = static_cast<std::size_t>(d);
