@@ -454,7 +454,27 @@ class RowKernel {
         count, p, [&](std::size_t j) { return first.target + static_cast<std::int64_t>(j) * step[kTarget]; },
         [&](std::size_t j, std::int64_t t) { return x[t * xs + static_cast<std::int64_t>(j)]; });
     training::simd::cross_entropy_column_terms(count, p);
-    if (grad_ != nullptr || log_prob_ != nullptr || p.spread != 0) {
+    if (in_float && grad_ != nullptr && p.spread == 0) {
+      // The write pass in float lanes, as the rows' (the double one took four times as
+      // long; docs/PERFORMANCE.md, forty-ninth session), each target's own gradient
+      // stored after it; the log-probabilities in a pass of their own, before a
+      // gradient in place over the logits or after it where they replace the logits.
+      const auto write_log_prob = [&] {
+        training::simd::cross_entropy_columns(x, xs, nullptr, 0, log_prob_ + first.log_prob, r_.class_stride[kLogProb],
+                                              n, count, p);
+      };
+      if (log_prob_ != nullptr && !log_prob_replaces_logits_) write_log_prob();
+      training::simd::cross_entropy_column_target_gradients(count, p);
+      T* grad = grad_ + first.grad;
+      const std::ptrdiff_t gs = r_.class_stride[kGrad];
+      training::simd::cross_entropy_columns_in_float(x, xs, grad, gs, n, count, p);
+      for (std::size_t j = 0; j < count; ++j) {
+        if (p.ignored[j] == 0 && std::isfinite(p.m[j])) {
+          store(grad, static_cast<std::int64_t>(j) + static_cast<std::int64_t>(p.target[j]) * gs, p.target_grad[j]);
+        }
+      }
+      if (log_prob_replaces_logits_) write_log_prob();
+    } else if (grad_ != nullptr || log_prob_ != nullptr || p.spread != 0) {
       training::simd::cross_entropy_columns(x, xs, grad_ != nullptr ? grad_ + first.grad : nullptr,
                                             r_.class_stride[kGrad],
                                             log_prob_ != nullptr ? log_prob_ + first.log_prob : nullptr,

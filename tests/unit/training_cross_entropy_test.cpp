@@ -889,26 +889,29 @@ TEST_F(CrossEntropy, ConfidentRowsKeepTheirTinyLossWithoutAGradient) {
 }
 
 // Class weights so small that S / d falls below float's normal range (reduction sum):
-// the vectorised pass must not lose the gradient's relative precision there.
+// the vectorised passes, along rows and across the lanes (axis 1 of [2, 300, 37]), must
+// not lose the gradient's relative precision there.
 TEST_F(CrossEntropy, TinyWeightsKeepTheGradientsPrecision) {
   for (std::int64_t target : simd_targets()) {
     SCOPED_TRACE(hwy::TargetName(target));
     with_target(target, [&] {
-      for (double smoothing : {0.0, 0.1}) {
-        Call c;
-        c.shape = {2, 300};
-        c.axis = -1;
-        c.weighted = true;
-        c.smoothing = smoothing;
-        c.reduction = Reduction::sum;
-        c.want_log_prob = false;
-        Prepared p = prepare(c, rng());
-        for (std::int64_t i = 0; i < 300; ++i) p.weight->set_at(i, 1e-37 * (1 + static_cast<double>(i % 7)));
-        p.reference_case.weight = values_of(*p.weight);
-        Outputs out = make_outputs(c);
-        run(c, p, out);
-        SCOPED_TRACE(c.describe());
-        check(c, p, out);
+      for (const bool columns : {false, true}) {
+        for (double smoothing : {0.0, 0.1}) {
+          Call c;
+          c.shape = columns ? std::vector<std::int64_t>{2, 300, 37} : std::vector<std::int64_t>{2, 300};
+          c.axis = columns ? 1 : -1;
+          c.weighted = true;
+          c.smoothing = smoothing;
+          c.reduction = Reduction::sum;
+          c.want_log_prob = false;
+          Prepared p = prepare(c, rng());
+          for (std::int64_t i = 0; i < 300; ++i) p.weight->set_at(i, 1e-37 * (1 + static_cast<double>(i % 7)));
+          p.reference_case.weight = values_of(*p.weight);
+          Outputs out = make_outputs(c);
+          run(c, p, out);
+          SCOPED_TRACE(c.describe());
+          check(c, p, out);
+        }
       }
     });
   }

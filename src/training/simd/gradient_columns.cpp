@@ -628,6 +628,104 @@ HWY_INLINE void CrossEntropyColumnsT(const T* x, std::ptrdiff_t xs, T* grad, std
   }
 }
 
+#if HWY_TARGET != HWY_SCALAR
+// cross_entropy_columns_in_float over a block of K float vectors of columns (2N each,
+// as FloatStatsBlock's), or with kTail one vector's first `count`.
+template <std::size_t K, bool kTail, class T>
+HWY_INLINE void CrossEntropyFloatBlock(const T* x, std::ptrdiff_t xs, T* grad, std::ptrdiff_t gs, std::size_t n,
+                                       std::size_t count, const CrossEntropyColumns& t, std::size_t j) {
+  const DD d;
+  const DFW df;
+  const DFD dh;
+  const std::size_t N = hn::Lanes(d);
+  const std::size_t lanes = kTail ? count : K * 2 * N;
+  // Per float vector: P = S / d * scale as two floats (the rows' GradientFactors), the
+  // lanes whose P does not fit them (not finite, or nonzero below FLT_MIN), and the
+  // lanes replaced whole: 0 where ignored, else NaN where the max is not finite.
+  VFW p_hi[K], p_lo[K], replacement[K];
+  hn::Mask<DFW> unfit[K], replaced[K];
+  const VD flt_min = hn::Set(d, static_cast<double>(std::numeric_limits<float>::min()));
+  const VD flt_max = hn::Set(d, static_cast<double>(std::numeric_limits<float>::max()));
+  const VD one = hn::Set(d, 1.0);
+  for (std::size_t f = 0; f < K; ++f) {
+    hn::Vec<DFD> parts[5][2];  // P's high and low floats, 1 where unfit, 1 where replaced, the replacement
+    for (std::size_t h = 0; h < 2; ++h) {
+      const std::size_t at = j + (2 * f + h) * N;  // within the arrays' padding (gradient_columns.hpp)
+      const VD p = hn::Mul(hn::Mul(hn::LoadU(d, t.sum_a + at), hn::LoadU(d, t.inv_d + at)), hn::Set(d, t.scale));
+      const VD abs_p = hn::Abs(p);
+      const auto fits = hn::And(hn::Le(abs_p, flt_max), hn::Or(hn::Eq(p, hn::Zero(d)), hn::Ge(abs_p, flt_min)));
+      const VD fitted = hn::IfThenElseZero(fits, p);
+      parts[0][h] = hn::DemoteTo(dh, fitted);
+      parts[1][h] = hn::DemoteTo(dh, hn::Sub(fitted, hn::PromoteTo(d, parts[0][h])));
+      const auto ignored = hn::Ne(hn::LoadU(d, t.ignored + at), hn::Zero(d));
+      const auto whole = hn::Or(ignored, hn::Not(hn::IsFinite(hn::LoadU(d, t.m + at))));
+      parts[2][h] = hn::DemoteTo(dh, hn::IfThenZeroElse(hn::Or(fits, whole), one));
+      parts[3][h] = hn::DemoteTo(dh, hn::IfThenElseZero(whole, one));
+      parts[4][h] = hn::DemoteTo(dh, hn::IfThenZeroElse(ignored, hn::Set(d, NAN)));
+    }
+    const auto valid = hn::FirstN(df, lanes > 2 * N * f ? lanes - 2 * N * f : 0);
+    p_hi[f] = hn::Combine(df, parts[0][1], parts[0][0]);
+    p_lo[f] = hn::Combine(df, parts[1][1], parts[1][0]);
+    unfit[f] = hn::And(valid, hn::Ne(hn::Combine(df, parts[2][1], parts[2][0]), hn::Zero(df)));
+    replaced[f] = hn::Ne(hn::Combine(df, parts[3][1], parts[3][0]), hn::Zero(df));
+    replacement[f] = hn::Combine(df, parts[4][1], parts[4][0]);
+  }
+  const VFW zero = hn::Zero(df);
+  const VFW neg_inf = hn::Set(df, -HUGE_VALF);
+  for (std::size_t c = 0; c < n; ++c) {
+    const T* xc = x + static_cast<std::ptrdiff_t>(c) * xs;
+    T* gc = grad + static_cast<std::ptrdiff_t>(c) * gs;
+    const float* ec = t.float_exps + c * t.exps_stride + j;
+    for (std::size_t f = 0; f < K; ++f) {
+      const std::size_t at = 2 * N * f;
+      const std::size_t here = kTail ? count : 2 * N;
+      const VFW e = hn::LoadU(df, ec + at);
+      VFW g = hn::MulAdd(e, p_hi[f], hn::Mul(e, p_lo[f]));
+      // Exps flushed to 0 (-inf's exactly 0; the others lost their bits) and unfit
+      // lanes take the double pass's value, so that no lane's bits depend on its
+      // neighbours.
+      const auto flushed = hn::Eq(e, zero);
+      if (HWY_UNLIKELY(!hn::AllFalse(df, hn::Or(flushed, unfit[f])))) {
+        const VFW vx = LoadColumns(xc + at, here);
+        const auto redo = hn::AndNot(replaced[f], hn::Or(unfit[f], hn::And(flushed, hn::Gt(vx, neg_inf))));
+        if (!hn::AllFalse(df, hn::And(redo, hn::FirstN(df, here)))) {
+          g = BlendDoubleResults<T>(g, hn::Not(redo), here, [&](std::size_t h, std::size_t part) HWY_ATTR {
+            const std::size_t arrays = j + at + h * N;
+            VD ed = hn::PromoteTo(d, h == 0 ? hn::LowerHalf(dh, e) : hn::UpperHalf(dh, e));
+            const VD z = hn::Sub(LoadTailWide(d, xc + at + h * N, part), hn::LoadU(d, t.m + arrays));
+            const auto lost = hn::And(hn::Eq(ed, hn::Zero(d)), hn::Gt(z, hn::Set(d, -HUGE_VAL)));
+            if (!hn::AllFalse(d, lost)) ed = hn::IfThenElse(lost, ExpOutOfLine(z), ed);
+            const VD pd = hn::Mul(ed, hn::LoadU(d, t.inv_d + arrays));
+            return hn::Mul(hn::Mul(hn::LoadU(d, t.sum_a + arrays), pd), hn::Set(d, t.scale));
+          });
+        }
+      }
+      StoreColumns(hn::IfThenElse(replaced[f], replacement[f], g), gc + at, here);
+    }
+  }
+}
+
+template <class T>
+HWY_INLINE void CrossEntropyColumnsInFloatT(const T* x, std::ptrdiff_t xs, T* grad, std::ptrdiff_t gs, std::size_t n,
+                                            std::size_t columns, const CrossEntropyColumns& t) {
+  const std::size_t NF = hn::Lanes(DFW());
+  constexpr std::size_t kWide = 2;  // float vectors a block, as FloatStatsT's
+  std::size_t j = 0;
+  for (; j + kWide * NF <= columns; j += kWide * NF) {
+    CrossEntropyFloatBlock<kWide, false>(x + j, xs, grad + j, gs, n, NF, t, j);
+  }
+  for (; j + NF <= columns; j += NF) CrossEntropyFloatBlock<1, false>(x + j, xs, grad + j, gs, n, NF, t, j);
+  if (j < columns) CrossEntropyFloatBlock<1, true>(x + j, xs, grad + j, gs, n, columns - j, t, j);
+}
+#else
+// One lane: the double pass, every class's gradient the target's included.
+template <class T>
+HWY_INLINE void CrossEntropyColumnsInFloatT(const T* x, std::ptrdiff_t xs, T* grad, std::ptrdiff_t gs, std::size_t n,
+                                            std::size_t columns, const CrossEntropyColumns& t) {
+  CrossEntropyColumnsT(x, xs, grad, gs, static_cast<T*>(nullptr), 0, n, columns, t);
+}
+#endif
+
 // training::CompensatedSum's add in lanes (Neumaier's, the correction kept only while
 // the sum is finite), from a sum `sum` with correction `correction`.
 HWY_INLINE void CompensatedAdd(VD& sum, VD& correction, VD v) {
@@ -741,6 +839,10 @@ HWY_INLINE void ColumnTargetGradientsT(std::size_t columns, const CrossEntropyCo
   bool FloatStats##Suffix(const T* x, std::ptrdiff_t stride, std::size_t n, std::size_t columns,                \
                           const CrossEntropyColumns& piece) {                                                    \
     return FloatStatsT(x, stride, n, columns, piece);                                                            \
+  }                                                                                                              \
+  void CrossEntropyColumnsInFloat##Suffix(const T* x, std::ptrdiff_t xs, T* grad, std::ptrdiff_t gs,             \
+                                          std::size_t n, std::size_t columns, const CrossEntropyColumns& piece) { \
+    CrossEntropyColumnsInFloatT(x, xs, grad, gs, n, columns, piece);                                             \
   }
 
 SMAX_COLUMN_KERNELS(F32, float)
@@ -787,6 +889,11 @@ namespace smax::training::simd {
   bool cross_entropy_column_stats_in_float(const T* x, std::ptrdiff_t stride, std::size_t n, std::size_t columns, \
                                            const CrossEntropyColumns& piece) {                                 \
     return HWY_DYNAMIC_DISPATCH(FloatStats##Suffix)(x, stride, n, columns, piece);                             \
+  }                                                                                                            \
+  HWY_EXPORT(CrossEntropyColumnsInFloat##Suffix);                                                              \
+  void cross_entropy_columns_in_float(const T* x, std::ptrdiff_t x_stride, T* grad, std::ptrdiff_t grad_stride, \
+                                      std::size_t n, std::size_t columns, const CrossEntropyColumns& piece) {  \
+    HWY_DYNAMIC_DISPATCH(CrossEntropyColumnsInFloat##Suffix)(x, x_stride, grad, grad_stride, n, columns, piece); \
   }
 
 SMAX_EXPORT_COLUMN_KERNELS(F32, float)

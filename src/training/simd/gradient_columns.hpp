@@ -125,6 +125,21 @@ void cross_entropy_columns(const bfloat16* x, std::ptrdiff_t x_stride, bfloat16*
                            bfloat16* log_prob, std::ptrdiff_t log_prob_stride, std::size_t n, std::size_t columns,
                            const CrossEntropyColumns& piece);
 
+// The write pass in float lanes, the rows' form (gradient_rows.hpp's
+// cross_entropy_rows_write), after cross_entropy_column_stats_in_float kept float_exps,
+// without smoothing (spread 0): every class's gradient as if it were not the target,
+// S p scale = e (P_hi + P_lo) with P = S / d * scale as two floats; 0 where ignored,
+// NaN where m is not finite; the lanes whose P does not fit a normal float and the
+// elements whose float exp was flushed (not -inf's) as cross_entropy_columns computes
+// them. The caller stores each target's own gradient (target_grad). grad may be x.
+void cross_entropy_columns_in_float(const float* x, std::ptrdiff_t x_stride, float* grad, std::ptrdiff_t grad_stride,
+                                    std::size_t n, std::size_t columns, const CrossEntropyColumns& piece);
+void cross_entropy_columns_in_float(const half* x, std::ptrdiff_t x_stride, half* grad, std::ptrdiff_t grad_stride,
+                                    std::size_t n, std::size_t columns, const CrossEntropyColumns& piece);
+void cross_entropy_columns_in_float(const bfloat16* x, std::ptrdiff_t x_stride, bfloat16* grad,
+                                    std::ptrdiff_t grad_stride, std::size_t n, std::size_t columns,
+                                    const CrossEntropyColumns& piece);
+
 void cross_entropy_column_losses(std::size_t columns, const CrossEntropyColumns& piece);
 
 // Each sample's gradient at its target class, as the write pass computes it, into
