@@ -275,7 +275,49 @@ Request validate(const Checker& check, const TensorView& logits, const TensorVie
 // Reads every class-index target once, in order: an out-of-range target that is not
 // ignored is an error naming its position (before anything is written), and the
 // weights of the others add up to the mean's divisor.
+// Whether row-major targets t[0, count) without class weights all lie in [0, classes)
+// or equal the ignore_index, and how many do not equal it: one branch-free loop, which
+// compilers vectorise (the general loop below, one target at a time, took 0.7 cycles a
+// logit of [8, 21, 256, 256] f32 on one thread before the threads start, 14% of the
+// call on two; docs/PERFORMANCE.md, forty-ninth session).
+template <class I>
+bool unweighted_targets_fit(const I* t, std::int64_t count, const Request& r, std::int64_t& kept) {
+  const bool has_ignore = r.ignore_index.has_value();
+  const std::int64_t ignore = r.ignore_index.value_or(0);
+  std::int64_t ignored = 0;
+  bool outside = false;
+  for (std::int64_t n = 0; n < count; ++n) {
+    const auto v = static_cast<std::int64_t>(t[n]);
+    const bool skip = has_ignore && v == ignore;
+    ignored += skip ? 1 : 0;
+    // One unsigned comparison: negative targets wrap beyond every class count.
+    outside |= !skip && static_cast<std::uint64_t>(v) >= static_cast<std::uint64_t>(r.classes);
+  }
+  kept = count - ignored;
+  return !outside;
+}
+
+bool row_major(const IndexView& v) {
+  std::int64_t expected = 1;
+  for (int d = v.rank() - 1; d >= 0; --d) {
+    const auto k = static_cast<std::size_t>(d);
+    if (v.shape()[k] != 1 && v.strides()[k] != expected) return false;
+    expected *= v.shape()[k];
+  }
+  return true;
+}
+
 void check_targets(const Checker& check, const IndexView& target, Request& r) {
+  if (r.weight == nullptr && row_major(target)) {
+    std::int64_t kept = 0;
+    const bool fit = target.type() == IndexType::i64
+                         ? unweighted_targets_fit(static_cast<const std::int64_t*>(target.data()), target.numel(), r, kept)
+                         : unweighted_targets_fit(static_cast<const std::int32_t*>(target.data()), target.numel(), r, kept);
+    if (fit) {
+      r.weight_total = static_cast<double>(kept);  // the compensated sum of as many 1s: exact
+      return;
+    }
+  }
   training::CompensatedSum<double> total;
   const int rank = target.rank();
   std::array<std::int64_t, kMaxRank> index{};
