@@ -1044,15 +1044,21 @@ void run_rows(const Request& r, const RowKernel<T>& kernel, std::vector<double>&
   });
 }
 
-// Request::columns: pieces of columns_per_piece samples across the lanes.
+// Request::columns: pieces of columns_per_piece samples across the lanes. Returns the
+// sum of the losses for sum and mean: each piece's compensated sum, joined in piece
+// order (the samples' order), the same for any thread count. (A loss per sample in a
+// fresh buffer, summed by one thread afterwards, took [8, 21, 256, 256] 1.07-1.24x
+// the time; docs/PERFORMANCE.md, forty-ninth session.)
 template <class T>
-void run_columns(const Request& r, const RowKernel<T>& kernel, std::vector<double>& row_loss) {
+double run_columns(const Request& r, const RowKernel<T>& kernel) {
   const std::int64_t width = columns_per_piece(r.classes);
   const std::int64_t pieces = (r.columns + width - 1) / width;
   const std::int64_t groups = r.fold.rows / r.columns;
   const auto inner = static_cast<std::size_t>(r.fold.rank - 1);
   std::array<std::int64_t, training::kMaxViews> step{};
   for (std::size_t v = 0; v < step.size(); ++v) step[v] = r.fold.strides[v][inner];
+  const bool reduced = r.reduction != Reduction::none;
+  std::vector<std::array<double, 2>> piece_sums(reduced ? static_cast<std::size_t>(groups * pieces) : 0);
   training::for_rows(groups * pieces, r.threads, [&](std::int64_t begin, std::int64_t end) {
     Scratch scratch;
     std::vector<double> losses(static_cast<std::size_t>(std::min(width, r.columns)));
@@ -1063,11 +1069,21 @@ void run_columns(const Request& r, const RowKernel<T>& kernel, std::vector<doubl
       const Sample first{at.offset(kLogits), at.offset(kTarget), at.offset(kLoss), at.offset(kGrad),
                          at.offset(kLogProb)};
       kernel.run_columns(first, step, static_cast<std::size_t>(count), scratch, losses.data());
+      training::CompensatedSum<double> sum;
       for (std::int64_t j = 0; j < count; ++j) {
-        store_loss<T>(r, row + j, first.loss + j * step[kLoss], losses[static_cast<std::size_t>(j)], row_loss);
+        const double loss = losses[static_cast<std::size_t>(j)];
+        if (reduced) sum.add(loss);
+        else store_as(r.dtype, r.loss, first.loss + j * step[kLoss], loss);
       }
+      if (reduced) piece_sums[static_cast<std::size_t>(piece)] = {sum.hi(), sum.lo()};
     }
   });
+  training::CompensatedSum<double> total;
+  for (const auto& [hi, lo] : piece_sums) {
+    total.add(hi);
+    total.add(lo);
+  }
+  return total.hi();
 }
 
 template <class T>
@@ -1080,20 +1096,20 @@ void run_typed(const Request& r) {
   }
   const RowKernel<T> kernel(r, class_weight_sum);
   const std::int64_t rows = r.fold.rows;
-  // Per-sample losses for sum and mean, added in order afterwards: the result does
-  // not depend on the thread count.
-  std::vector<double> row_loss(r.reduction == Reduction::none ? 0 : static_cast<std::size_t>(rows));
+  double result = 0;
   if (r.columns > 0) {
-    if constexpr (kSimdTypes<T>) run_columns(r, kernel, row_loss);
+    if constexpr (kSimdTypes<T>) result = run_columns(r, kernel);
   } else {
+    // Per-sample losses for sum and mean, added in order afterwards: the result does
+    // not depend on the thread count. Compensated, but plain IEEE for non-finite
+    // losses (ExactSum's correction would turn an infinite loss into NaN).
+    std::vector<double> row_loss(r.reduction == Reduction::none ? 0 : static_cast<std::size_t>(rows));
     run_rows(r, kernel, row_loss);
+    training::CompensatedSum<double> total;
+    for (double v : row_loss) total.add(v);
+    result = total.hi();
   }
   if (r.reduction == Reduction::none) return;
-  // Compensated, but plain IEEE for non-finite losses (ExactSum's correction would
-  // turn an infinite loss into NaN).
-  training::CompensatedSum<double> total;
-  for (double v : row_loss) total.add(v);
-  double result = total.hi();
   if (r.reduction == Reduction::mean) result /= r.weight_total;
   store_as(r.dtype, r.loss, 0, result);
 }
