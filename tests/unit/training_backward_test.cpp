@@ -388,9 +388,10 @@ TEST_P(Backward, RowBatchesGiveTheBitsOfARowAtATime) {
 // Along an axis that is not the contiguous one, f32, f16 and bf16 rows lie across
 // the vector lanes (training/simd/gradient_columns.hpp): every Highway target, axis
 // lengths from 1 to 300, widths around every vector width (blocks of four vectors,
-// single vectors, tails; more than one thread's piece of 512), misaligned, a
-// temperature, a masked element, an input that is not a log-probability (1.5), NaN
-// and infinite dy; in place over dy and over y, and on three threads, the same bits.
+// single vectors, tails; more than one thread's piece of 512), misaligned,
+// temperatures below and above 1, a masked element, an input that is not a
+// log-probability (1.5), NaN and infinite dy, dy of 3e38 and -3e38 in one column (softmax); in
+// place over dy and over y, and on three threads, the same bits.
 TEST_P(Backward, ColumnsOnEveryTargetMeetTheBar) {
   const bool log = GetParam();
   constexpr std::int64_t kLengths[] = {1, 2, 5, 17, 300};
@@ -402,7 +403,7 @@ TEST_P(Backward, ColumnsOnEveryTargetMeetTheBar) {
         for (std::int64_t n : kLengths) {
           for (std::int64_t w : kWidths) {
             const Layout layout = (n + w) % 2 ? Layout::misaligned : Layout::contiguous;
-            const long double t = w % 2 ? 1.0L : 0.7L;
+            const long double t = w % 2 ? 1.0L : w % 3 ? 0.7L : 2.5L;
             const std::vector<std::int64_t> shape = {2, n, w};
             TestTensor y = forward_output(log, dtype, shape, 1, t, layout, rng());
             TestTensor dy(dtype, shape, layout);
@@ -413,6 +414,13 @@ TEST_P(Backward, ColumnsOnEveryTargetMeetTheBar) {
               if (log) y.set_at(plane + 3 * w + w - 1, 1.5L);   // not a log-probability
               dy.set_at(w / 2, kNaN);                          // column w / 2 of the first plane
               dy.set_at(plane + w - 1, kInf);                  // the last column of the second
+              if (!log && dtype != DType::f16 && w >= 3) {
+                // dy - s beyond float's range in column 1 (y * (dy - s) / T may fit).
+                // (log-softmax's S = sum(dy) would lose the other terms to its plain
+                // double additions, beyond the bound gradient_columns.cpp states.)
+                dy.set_at(w + 1, 3e38L);
+                dy.set_at(3 * w + 1, -3e38L);
+              }
             }
             TestTensor dx(dtype, shape, layout);
             BackwardOptions o;

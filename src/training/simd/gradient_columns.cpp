@@ -130,45 +130,6 @@ HWY_INLINE VD ExpLanes(DD d, VD z) {
   return StdExpLanes(z);
 }
 
-// Products of two floats are exact in double: the fused multiply-add rounds once, as
-// an addition would.
-template <std::size_t K, bool kTail, class T>
-HWY_INLINE void SoftmaxBackwardBlock(const T* y, const T* dy, T* dx, const ColumnStrides& s, std::size_t n,
-                                     std::size_t count, double inv_t, bool fetch_next) {
-  const DD d;
-  const std::size_t N = hn::Lanes(d);
-  LaneSum sums[K];
-  SumDownTheAxis(sums, n, [&](std::size_t c) HWY_ATTR {
-    const T* yc = y + static_cast<std::ptrdiff_t>(c) * s.y;
-    const T* dyc = dy + static_cast<std::ptrdiff_t>(c) * s.dy;
-    for (std::size_t k = 0; k < K; ++k) {
-      sums[k].plain = hn::MulAdd(LoadLanes<kTail>(d, yc + k * N, count), LoadLanes<kTail>(d, dyc + k * N, count),
-                                 sums[k].plain);
-    }
-  });
-  VD hi[K], lo[K];
-  for (std::size_t k = 0; k < K; ++k) {
-    hi[k] = sums[k].Hi();
-    lo[k] = sums[k].Lo();
-  }
-  const VD scale = hn::Set(d, inv_t);
-  for (std::size_t c = 0; c < n; ++c) {
-    const T* yc = y + static_cast<std::ptrdiff_t>(c) * s.y;
-    const T* dyc = dy + static_cast<std::ptrdiff_t>(c) * s.dy;
-    T* dxc = dx + static_cast<std::ptrdiff_t>(c) * s.dx;
-    if (fetch_next) {
-      FetchLines(yc + K * N, K * N * sizeof(T));
-      FetchLines(dyc + K * N, K * N * sizeof(T));
-    }
-    for (std::size_t k = 0; k < K; ++k) {
-      const VD diff = hn::Sub(hn::Sub(LoadLanes<kTail>(d, dyc + k * N, count), hi[k]), lo[k]);
-      VD v = hn::Mul(LoadLanes<kTail>(d, yc + k * N, count), diff);
-      if (inv_t != 1) v = hn::Mul(v, scale);
-      StoreLanes<kTail>(v, dxc + k * N, count);
-    }
-  }
-}
-
 #if HWY_TARGET != HWY_SCALAR
 // Float vectors of 2N lanes over a block's K double vectors of columns.
 using DFW = hn::Repartition<float, DD>;
@@ -296,6 +257,135 @@ HWY_INLINE void LogSoftmaxBackwardFloatBlock(const T* ly, const T* dy, T* dx, co
   }
 }
 #endif
+
+#if HWY_TARGET != HWY_SCALAR
+// softmax_backward's write pass in float lanes, two double vectors of the block (2N
+// columns) a float vector, as the rows' (gradient_rows.cpp's SoftmaxBackwardFloatLanes):
+// each column's s = hi + lo split into three floats (SplitIntoFloats: dy - hi is exact
+// where dy is close to s), dx = y * (((dy - hi) - mid) - lo) * (1/T), five float
+// roundings. An element takes the double lanes' result (SoftmaxBackwardBlock's) where
+// its column's s does not fit a float, where the float result is not finite (a
+// product beyond float's range), and, when 1/T > 1, where y * (dy - s) fell below
+// float's normal range (1/T would enlarge its absolute rounding beyond a subnormal
+// step). Against the double lanes, whose conversions of 16-bit values cost more than
+// their arithmetic: bf16 1.07-1.38x on one thread (four shapes of [8, C, H, W] along
+// axis 1), f32 at par (docs/PERFORMANCE.md, forty-ninth session).
+template <std::size_t K, bool kTail, class T>
+HWY_INLINE void SoftmaxBackwardFloatBlock(const T* y, const T* dy, T* dx, const ColumnStrides& s, std::size_t n,
+                                          std::size_t count, const VD (&hi)[K], const VD (&lo)[K], double inv_t,
+                                          bool fetch_next) {
+  constexpr std::size_t KF = (K + 1) / 2;
+  const DD d;
+  const DFW df;
+  const DFD dh;
+  const std::size_t N = hn::Lanes(d);
+  const std::size_t lanes = kTail ? count : K * N;
+  VFW s_hi[KF], s_mid[KF], s_lo[KF];
+  hn::Mask<DFW> unfit[KF];
+  for (std::size_t j = 0; j < KF; ++j) {
+    hn::Vec<DFD> parts[4][2];  // hi, mid, lo, 1 where s does not fit; lower and upper half
+    for (std::size_t h = 0; h < 2; ++h) {
+      const std::size_t k = 2 * j + h;
+      const VD sh = k < K ? hi[k] : hn::Zero(d);
+      const VD sl = k < K ? lo[k] : hn::Zero(d);
+      const hn::Vec<DFD> high = ToFloat(sh);
+      const VD high_d = hn::PromoteTo(d, high);
+      const auto fits = hn::IsFinite(high_d);
+      const VD rest = hn::IfThenElseZero(fits, hn::Add(hn::Sub(sh, high_d), sl));
+      const hn::Vec<DFD> mid = ToFloat(rest);
+      parts[0][h] = ToFloat(hn::IfThenElseZero(fits, high_d));
+      parts[1][h] = mid;
+      parts[2][h] = ToFloat(hn::Sub(rest, hn::PromoteTo(d, mid)));
+      parts[3][h] = ToFloat(hn::IfThenZeroElse(fits, hn::Set(d, 1.0)));
+    }
+    s_hi[j] = hn::Combine(df, parts[0][1], parts[0][0]);
+    s_mid[j] = hn::Combine(df, parts[1][1], parts[1][0]);
+    s_lo[j] = hn::Combine(df, parts[2][1], parts[2][0]);
+    unfit[j] = hn::Ne(hn::Combine(df, parts[3][1], parts[3][0]), hn::Zero(df));
+  }
+  const bool scaled = inv_t != 1;
+  const bool tiny_products_matter = inv_t > 1;
+  const VFW scale = hn::Set(df, static_cast<float>(inv_t));
+  const VD scale_d = hn::Set(d, inv_t);
+  const VFW zero = hn::Zero(df);
+  const VFW smallest_normal = hn::Set(df, std::numeric_limits<float>::min());
+  for (std::size_t c = 0; c < n; ++c) {
+    const T* yc = y + static_cast<std::ptrdiff_t>(c) * s.y;
+    const T* dyc = dy + static_cast<std::ptrdiff_t>(c) * s.dy;
+    T* dxc = dx + static_cast<std::ptrdiff_t>(c) * s.dx;
+    if (fetch_next) {
+      FetchLines(yc + K * N, K * N * sizeof(T));
+      FetchLines(dyc + K * N, K * N * sizeof(T));
+    }
+    for (std::size_t j = 0; j < KF; ++j) {
+      const std::size_t at = 2 * N * j;
+      const std::size_t here = std::min(2 * N, lanes - at);  // columns of this float vector
+      const VFW vy = LoadColumns(yc + at, here);
+      const VFW product = hn::Mul(vy, hn::Sub(hn::Sub(hn::Sub(LoadColumns(dyc + at, here), s_hi[j]), s_mid[j]), s_lo[j]));
+      const VFW v = scaled ? hn::Mul(product, scale) : product;
+      auto exact = hn::AndNot(unfit[j], hn::IsFinite(v));
+      if (tiny_products_matter) {
+        exact = hn::And(exact, hn::Or(hn::Ge(hn::Abs(product), smallest_normal), hn::Eq(vy, zero)));
+      }
+      if (HWY_UNLIKELY(!hn::AllTrue(df, hn::Or(exact, hn::Not(hn::FirstN(df, here)))))) {
+        StoreColumns(BlendDoubleResults<T>(v, exact, here, [&](std::size_t h, std::size_t part) HWY_ATTR {
+          const std::size_t k = 2 * j + h;
+          const VD diff = hn::Sub(hn::Sub(LoadTailWide(d, dyc + at + h * N, part), hi[k]), lo[k]);
+          const VD vd = hn::Mul(LoadTailWide(d, yc + at + h * N, part), diff);
+          return scaled ? hn::Mul(vd, scale_d) : vd;
+        }), dxc + at, here);
+      } else {
+        StoreColumns(v, dxc + at, here);
+      }
+    }
+  }
+}
+#endif
+
+// Products of two floats are exact in double: the fused multiply-add rounds once, as
+// an addition would.
+template <std::size_t K, bool kTail, class T>
+HWY_INLINE void SoftmaxBackwardBlock(const T* y, const T* dy, T* dx, const ColumnStrides& s, std::size_t n,
+                                     std::size_t count, double inv_t, bool fetch_next) {
+  const DD d;
+  const std::size_t N = hn::Lanes(d);
+  LaneSum sums[K];
+  SumDownTheAxis(sums, n, [&](std::size_t c) HWY_ATTR {
+    const T* yc = y + static_cast<std::ptrdiff_t>(c) * s.y;
+    const T* dyc = dy + static_cast<std::ptrdiff_t>(c) * s.dy;
+    for (std::size_t k = 0; k < K; ++k) {
+      sums[k].plain = hn::MulAdd(LoadLanes<kTail>(d, yc + k * N, count), LoadLanes<kTail>(d, dyc + k * N, count),
+                                 sums[k].plain);
+    }
+  });
+  VD hi[K], lo[K];
+  for (std::size_t k = 0; k < K; ++k) {
+    hi[k] = sums[k].Hi();
+    lo[k] = sums[k].Lo();
+  }
+#if HWY_TARGET != HWY_SCALAR
+  const auto inv_t_f = static_cast<float>(inv_t);
+  if (inv_t_f >= std::numeric_limits<float>::min() && std::isfinite(inv_t_f)) {
+    return SoftmaxBackwardFloatBlock<K, kTail>(y, dy, dx, s, n, count, hi, lo, inv_t, fetch_next);
+  }
+#endif
+  const VD scale = hn::Set(d, inv_t);
+  for (std::size_t c = 0; c < n; ++c) {
+    const T* yc = y + static_cast<std::ptrdiff_t>(c) * s.y;
+    const T* dyc = dy + static_cast<std::ptrdiff_t>(c) * s.dy;
+    T* dxc = dx + static_cast<std::ptrdiff_t>(c) * s.dx;
+    if (fetch_next) {
+      FetchLines(yc + K * N, K * N * sizeof(T));
+      FetchLines(dyc + K * N, K * N * sizeof(T));
+    }
+    for (std::size_t k = 0; k < K; ++k) {
+      const VD diff = hn::Sub(hn::Sub(LoadLanes<kTail>(d, dyc + k * N, count), hi[k]), lo[k]);
+      VD v = hn::Mul(LoadLanes<kTail>(d, yc + k * N, count), diff);
+      if (inv_t != 1) v = hn::Mul(v, scale);
+      StoreLanes<kTail>(v, dxc + k * N, count);
+    }
+  }
+}
 
 template <std::size_t K, bool kTail, class T>
 HWY_INLINE void LogSoftmaxBackwardBlock(const T* ly, const T* dy, T* dx, const ColumnStrides& s, std::size_t n,
