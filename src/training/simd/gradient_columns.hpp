@@ -10,7 +10,9 @@
 // backward.cpp's scalar rows compute, its sum as the vectorised rows' sums
 // (gradient_rows.hpp: plain for a few terms, then compensated); log-softmax's exps
 // come from cpu/simd/exp_f64-inl.h (under a double ulp; std::exp serves the lanes
-// outside its range). A row's bits never depend on where it lies among the columns.
+// outside its range). The write passes run in float lanes as the rows' do, each
+// element the double lanes cannot leave to them taking theirs. A row's bits never
+// depend on where it lies among the columns.
 #pragma once
 
 #include <cstddef>
