@@ -232,8 +232,8 @@ TEST_P(Backward, NonFiniteValuesAndMaskedElements) {
 // bf16 products y * dy are formed in float, where two values of 2^70 overflow though
 // their double product (the reference's) does not: a finite sum of 2^140 must not
 // become infinite (an element with y = 0 would then give NaN, one with a tiny y an
-// infinity). Every target, alone and in a batch of rows (softmax_backward only: its
-// sum is of products).
+// infinity). Every target, alone and in a batch of rows, and across the lanes along
+// axis 1 (softmax_backward only: its sum is of products).
 TEST(BackwardSoftmax, ProductsBeyondFloatsRangeKeepTheirSum) {
   for (std::int64_t target : simd_targets()) {
     SCOPED_TRACE(hwy::TargetName(target));
@@ -256,6 +256,28 @@ TEST(BackwardSoftmax, ProductsBeyondFloatsRangeKeepTheirSum) {
         for (std::int64_t row = 0; row < 2; ++row) {
           EXPECT_EQ(static_cast<double>(dx.at(row * n + n - 1)), 0.0) << "y = 0, row " << row;
           EXPECT_TRUE(std::isfinite(dx.at(row * n + 1))) << "y = 2^-100, row " << row;
+        }
+        // The same rows across the lanes (axis 1 of [2, n, 19]: each row in every column).
+        constexpr std::int64_t kWidth = 19;
+        std::vector<long double> y_columns, dy_columns;
+        for (std::size_t i = 0; i < y_values.size(); ++i) {
+          y_columns.insert(y_columns.end(), kWidth, y_values[i]);
+          dy_columns.insert(dy_columns.end(), kWidth, dy_values[i]);
+        }
+        TestTensor yc = make_tensor(DType::bf16, {2, n, kWidth}, y_columns);
+        TestTensor dyc = make_tensor(DType::bf16, {2, n, kWidth}, dy_columns);
+        TestTensor dxc(DType::bf16, {2, n, kWidth});
+        BackwardOptions along_columns;
+        along_columns.axis = 1;
+        softmax_backward(yc.view(), dyc.view(), dxc.mutable_view(), along_columns);
+        const Reference ref_columns = backward_reference(false, yc, dyc, 1, 1);
+        EXPECT_TRUE(
+            meets_training_bar("bf16 columns", dxc, ref_columns.values, ref_columns.cancelled, compute_eps(DType::bf16)));
+        for (std::int64_t row = 0; row < 2; ++row) {
+          for (std::int64_t j = 0; j < kWidth; ++j) {
+            EXPECT_EQ(static_cast<double>(dxc.at((row * n + n - 1) * kWidth + j)), 0.0) << "y = 0, row " << row;
+            EXPECT_TRUE(std::isfinite(dxc.at((row * n + 1) * kWidth + j))) << "y = 2^-100, row " << row;
+          }
         }
       }
     });
