@@ -272,14 +272,11 @@ Request validate(const Checker& check, const TensorView& logits, const TensorVie
   return r;
 }
 
-// Reads every class-index target once, in order: an out-of-range target that is not
-// ignored is an error naming its position (before anything is written), and the
-// weights of the others add up to the mean's divisor.
 // Whether row-major targets t[0, count) without class weights all lie in [0, classes)
-// or equal the ignore_index, and how many do not equal it: one branch-free loop, which
-// compilers vectorise (the general loop below, one target at a time, took 0.7 cycles a
-// logit of [8, 21, 256, 256] f32 on one thread before the threads start, 14% of the
-// call on two; docs/PERFORMANCE.md, forty-ninth session).
+// or equal the ignore_index, and how many do not equal it, in one branch-free loop
+// (the general loop below, one target at a time, took 0.7 cycles a logit of [8, 21,
+// 256, 256] f32 on one thread before the threads start, 14% of the call on two;
+// docs/PERFORMANCE.md, forty-ninth session).
 template <class I>
 bool unweighted_targets_fit(const I* t, std::int64_t count, const Request& r, std::int64_t& kept) {
   const bool has_ignore = r.ignore_index.has_value();
@@ -297,6 +294,7 @@ bool unweighted_targets_fit(const I* t, std::int64_t count, const Request& r, st
   return !outside;
 }
 
+// Whether v's elements lie one after another in row-major order.
 bool row_major(const IndexView& v) {
   std::int64_t expected = 1;
   for (int d = v.rank() - 1; d >= 0; --d) {
@@ -307,6 +305,9 @@ bool row_major(const IndexView& v) {
   return true;
 }
 
+// Reads every class-index target once, in order: an out-of-range target that is not
+// ignored is an error naming its position (before anything is written), and the
+// weights of the others add up to the mean's divisor.
 void check_targets(const Checker& check, const IndexView& target, Request& r) {
   if (r.weight == nullptr && row_major(target)) {
     std::int64_t kept = 0;
