@@ -363,12 +363,12 @@ HWY_INLINE void SoftmaxBackwardBlock(const T* y, const T* dy, T* dx, const Colum
 #if HWY_TARGET != HWY_SCALAR
   // 16-bit rows: the products formed in float a float vector at a time, each half then
   // widened, as the rows' SumOfProducts16 forms them (fewer conversions: bf16 calls
-  // 1.07-1.14x on one thread, one shape of four at par).
-  // Two 16-bit values have at most 11 significant bits each, so the product is exact
-  // in float, as the double lanes' fused multiply-add takes it, unless it leaves
-  // float's normal range: bf16 products beyond it overflow where the double ones do
-  // not, and a block whose sums are not all finite sums again in double (an infinite or
-  // NaN input stays so).
+  // 1.07-1.14x on one thread, one shape of four at par). Two 16-bit values have at
+  // most 11 significant bits each, so the product is exact in float, as the double
+  // lanes' fused multiply-add takes it, while it stays in float's normal range (bf16
+  // only can leave it: below it the product loses bits, as the rows' do; beyond it,
+  // it overflows, and a block whose sums are not all finite sums again in double; an
+  // infinite or NaN input stays so).
   if constexpr (!std::is_same_v<T, float>) {
     constexpr std::size_t KF = (K + 1) / 2;
     const DFD dh;

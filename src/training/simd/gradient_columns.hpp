@@ -101,11 +101,13 @@ void cross_entropy_column_stats(const bfloat16* x, std::ptrdiff_t stride, std::s
                                 const CrossEntropyColumns& piece);
 
 // The same with float exps (cpu/simd/exp_minus_max-inl.h, 1.25 ulp, 0 below FLT_MIN),
-// summed in double, kept in float_exps where that is set (the write pass computes the
-// exps of the flushed ones again in double), on targets with FMA: false (and nothing
-// usable written) on others, or where a column's max is finite but beyond 16384 in
-// magnitude. Their d - 1 misses the flushed terms, which matter where it is below
-// about n * 2^-102 (cross_entropy.cpp's kFlushedTermsMatter): the double stats then.
+// added in float a few classes at a time, each such sum then in double (below: within
+// a few float ulps, as the rows' sums), kept in float_exps where that is set (the
+// write pass computes the exps of the flushed ones again in double), on targets with
+// FMA: false (and nothing usable written) on others, or where a column's max is
+// finite but beyond 16384 in magnitude. Their d - 1 misses the flushed terms, which
+// matter where it is below about n * 2^-102 (cross_entropy.cpp's
+// kFlushedTermsMatter): the double stats then.
 bool cross_entropy_column_stats_in_float(const float* x, std::ptrdiff_t stride, std::size_t n, std::size_t columns,
                                          const CrossEntropyColumns& piece);
 bool cross_entropy_column_stats_in_float(const half* x, std::ptrdiff_t stride, std::size_t n, std::size_t columns,
