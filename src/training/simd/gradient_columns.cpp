@@ -277,7 +277,6 @@ HWY_INLINE void SoftmaxBackwardFloatBlock(const T* y, const T* dy, T* dx, const 
   constexpr std::size_t KF = (K + 1) / 2;
   const DD d;
   const DFW df;
-  const DFD dh;
   const std::size_t N = hn::Lanes(d);
   const std::size_t lanes = kTail ? count : K * N;
   VFW s_hi[KF], s_mid[KF], s_lo[KF];
